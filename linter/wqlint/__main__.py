@@ -1,0 +1,3 @@
+from wqlint.cli import main
+
+main()

@@ -1,0 +1,211 @@
+"""Strict loading of rules.yaml into frozen records.
+
+rules.yaml is the only place rule prose lives. Loading is strict: an unknown key, a missing
+key, a duplicate id or a bad value is a CatalogueError that names ``rules.yaml:LINE``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+SEVERITIES = ("error", "warning", "note")
+FIX_SAFETY = ("safe", "unsafe", "manual")
+DOC_SECTIONS = ("what-it-does", "why-is-this-bad", "example", "use-instead", "fix-safety")
+RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "fix", "docs"}
+REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol"}
+FIX_KEYS = {"strategy", "safety"}
+_ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+class CatalogueError(Exception):
+    """A problem in rules.yaml; str() is 'path:line: problem'."""
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    constraints: tuple  # of (op, (major, minor, sub))
+    text: str
+
+    def contains(self, version: tuple) -> bool:
+        ops = {
+            ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "<": lambda a, b: a < b,
+            ">": lambda a, b: a > b, "==": lambda a, b: a == b,
+        }
+        return all(ops[op](tuple(version[:3]), bound) for op, bound in self.constraints)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    message: str
+    kernel_versions: VersionRange
+    requires_symbol: Optional[str]
+    fix_strategy: str
+    fix_safety: str
+    docs: dict  # section name -> text, in DOC_SECTIONS order
+
+    def doc_text(self) -> str:
+        """The rule's help page, as printed by `wqlint explain`."""
+        titles = {
+            "what-it-does": "What it does", "why-is-this-bad": "Why is this bad?",
+            "example": "Example", "use-instead": "Use instead", "fix-safety": "Fix safety",
+        }
+        out = [f"{self.id} ({self.severity})", "", self.message, ""]
+        for key in DOC_SECTIONS:
+            out.append(f"## {titles[key]}")
+            body = self.docs[key].rstrip("\n")
+            if key in ("example", "use-instead"):
+                out.extend("    " + line if line else "" for line in body.splitlines())
+            else:
+                out.append(body)
+            out.append("")
+        out.append(f"Fix: {self.fix_strategy} ({self.fix_safety})")
+        out.append(f"Kernel versions: {self.kernel_versions.text}")
+        if self.requires_symbol:
+            out.append(f"Only in trees that define {self.requires_symbol}.")
+        return "\n".join(out) + "\n"
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    path: str
+    rules: tuple
+
+    def __getitem__(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+    def ids(self) -> list:
+        return [r.id for r in self.rules]
+
+
+def default_path() -> Path:
+    """rules.yaml: $WQLINT_RULES, the copy packaged in a wheel, or the checkout's top level."""
+    env = os.environ.get("WQLINT_RULES")
+    if env:
+        return Path(env)
+    packaged = Path(__file__).with_name("rules.yaml")
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "rules.yaml"
+
+
+def _err(path: str, node, problem: str) -> CatalogueError:
+    line = node.start_mark.line + 1 if node is not None else 1
+    return CatalogueError(f"{path}:{line}: {problem}")
+
+
+def _mapping(path, node, what):
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, f"{what} must be a mapping")
+    seen = {}
+    for key, value in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            raise _err(path, key, f"{what}: keys must be strings")
+        if key.value in seen:
+            raise _err(path, key, f"{what}: duplicate key '{key.value}'")
+        seen[key.value] = (key, value)
+    return seen
+
+
+def _string(path, node, what) -> str:
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+        raise _err(path, node, f"{what} must be a string")
+    if not node.value.strip():
+        raise _err(path, node, f"{what} must not be empty")
+    return node.value
+
+
+def _keys(path, node, entries, allowed, required, what):
+    for key, (knode, _) in entries.items():
+        if key not in allowed:
+            raise _err(path, knode, f"{what}: unknown key '{key}' (allowed: {', '.join(sorted(allowed))})")
+    for key in sorted(required):
+        if key not in entries:
+            raise _err(path, node, f"{what}: missing key '{key}'")
+
+
+def _versions(path, node) -> VersionRange:
+    text = _string(path, node, "kernel-versions")
+    constraints = []
+    for part in text.split(","):
+        m = _CONSTRAINT_RE.match(part.strip())
+        if not m:
+            raise _err(path, node, f"kernel-versions: bad constraint '{part.strip()}' (want e.g. '>=6.6')")
+        constraints.append((m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4) or 0))))
+    return VersionRange(tuple(constraints), text)
+
+
+def _rule(path, node) -> Rule:
+    entries = _mapping(path, node, "rule")
+    _keys(path, node, entries, RULE_KEYS, REQUIRED_RULE_KEYS, "rule")
+    get = lambda k: entries[k][1]
+    rid = _string(path, get("id"), "id")
+    if not _ID_RE.match(rid):
+        raise _err(path, get("id"), f"id '{rid}' must be lower-case words joined by '-'")
+    severity = _string(path, get("severity"), "severity")
+    if severity not in SEVERITIES:
+        raise _err(path, get("severity"), f"severity '{severity}' is not one of {', '.join(SEVERITIES)}")
+    message = _string(path, get("message"), "message")
+    if "\n" in message.strip():
+        raise _err(path, get("message"), "message must be one line")
+    fix = _mapping(path, get("fix"), "fix")
+    _keys(path, get("fix"), fix, FIX_KEYS, FIX_KEYS, "fix")
+    safety = _string(path, fix["safety"][1], "fix.safety")
+    if safety not in FIX_SAFETY:
+        raise _err(path, fix["safety"][1], f"fix.safety '{safety}' is not one of {', '.join(FIX_SAFETY)}")
+    docs = _mapping(path, get("docs"), "docs")
+    _keys(path, get("docs"), docs, set(DOC_SECTIONS), set(DOC_SECTIONS), "docs")
+    requires = None
+    if "requires-symbol" in entries:
+        requires = _string(path, get("requires-symbol"), "requires-symbol")
+    return Rule(
+        id=rid, severity=severity, message=message.strip(),
+        kernel_versions=_versions(path, get("kernel-versions")),
+        requires_symbol=requires,
+        fix_strategy=_string(path, fix["strategy"][1], "fix.strategy").strip(),
+        fix_safety=safety,
+        docs={k: _string(path, docs[k][1], f"docs.{k}") for k in DOC_SECTIONS},
+    )
+
+
+def load(path=None) -> Catalogue:
+    """Load and validate the catalogue; raise CatalogueError naming file and line."""
+    path = Path(path) if path else default_path()
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogueError(f"{name}:1: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogueError(f"{name}:1: cannot read: {exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else 1
+        raise CatalogueError(f"{name}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if root is None:
+        raise CatalogueError(f"{name}:1: empty catalogue")
+    top = _mapping(name, root, "catalogue")
+    _keys(name, root, top, {"rules"}, {"rules"}, "catalogue")
+    seq = top["rules"][1]
+    if not isinstance(seq, yaml.SequenceNode) or not seq.value:
+        raise _err(name, seq, "rules must be a non-empty list")
+    rules, seen = [], {}
+    for node in seq.value:
+        rule = _rule(name, node)
+        if rule.id in seen:
+            raise _err(name, node, f"duplicate rule id '{rule.id}' (first at line {seen[rule.id]})")
+        seen[rule.id] = node.start_mark.line + 1
+        rules.append(rule)
+    return Catalogue(name, tuple(rules))

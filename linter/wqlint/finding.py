@@ -1,0 +1,78 @@
+"""The one Finding type shared by every engine and every output format."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Step:
+    """One link of a resolution chain: where a value came from, and what it is there."""
+
+    path: str  # relative to the scanned root
+    line: int  # 1-based
+    text: str  # the source line, stripped
+    note: str  # what this step contributes, e.g. "max_active <- local 'max_active'"
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "line": self.line, "text": self.text, "note": self.note}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str
+    severity: str  # from the catalogue
+    path: str  # relative to the scanned root, '/' separators
+    line: int  # 1-based, line of the called name
+    col: int  # 1-based, column of the called name
+    message: str  # the concrete message for this site
+    chain: tuple = ()  # of Step, from the call back to the origin
+    migration: str = ""  # the proposed migration in words
+    engine: str = "tree-sitter"
+    end_col: int = 0  # 1-based, last column of the called name (0: unknown)
+
+    def fingerprint(self) -> str:
+        """Stable across runs and line shifts: rule, path, the call text and the origin text."""
+        parts = [self.rule_id, self.path]
+        parts.extend(" ".join(step.text.split()) for step in (self.chain[:1] + self.chain[-1:]))
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+    def sort_key(self):
+        return (self.path, self.line, self.col, self.rule_id)
+
+    def to_dict(self) -> dict:
+        return {
+            "rule": self.rule_id, "severity": self.severity, "path": self.path,
+            "line": self.line, "column": self.col, "message": self.message,
+            "chain": [s.to_dict() for s in self.chain], "migration": self.migration,
+            "engine": self.engine, "fingerprint": self.fingerprint(),
+        }
+
+
+@dataclass
+class InputError:
+    """Input that could not be processed; printed as 'Error: path: problem'."""
+
+    path: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"Error: {self.path}: {self.problem}"
+
+
+@dataclass
+class Report:
+    """Everything a run produced; one place decides the exit code for every command."""
+
+    root: str
+    findings: list = field(default_factory=list)
+    errors: list = field(default_factory=list)  # of InputError
+    notes: list = field(default_factory=list)  # informational lines for stderr
+    kernel_version: tuple = (0, 0, 0)
+    kernel_version_source: str = ""
+    files_scanned: int = 0
+
+    def exit_code(self) -> int:
+        if self.errors:
+            return 3
+        return 1 if self.findings else 0
