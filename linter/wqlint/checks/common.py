@@ -1,0 +1,37 @@
+"""What the checks share: building a Finding from a site and a catalogue rule."""
+from __future__ import annotations
+
+from wqlint.finding import Finding, Step
+from wqlint.scan.site import CheckContext, Site
+
+
+def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: list,
+            migration: str) -> Finding:
+    rule = ctx.catalogue[rule_id]
+    message = rule.message if not detail else f"{rule.message} ({detail})"
+    return Finding(
+        rule_id=rule_id, severity=rule.severity, path=site.path, line=site.line, col=site.col,
+        end_col=site.end_col, message=message, chain=tuple(_dedupe(chain)), migration=migration,
+    )
+
+
+def applies(site: Site, ctx: CheckContext, rule_id: str) -> bool:
+    rule = ctx.catalogue[rule_id]
+    if rule_id in site.suppressed:
+        return False
+    if rule.requires_symbol and not ctx.has_percpu:
+        return False
+    return rule.kernel_versions.contains(ctx.version)
+
+
+def _dedupe(steps: list) -> list:
+    out = []
+    for step in steps:
+        if isinstance(step, Step) and not any(s.path == step.path and s.line == step.line
+                                              and s.note == step.note for s in out):
+            out.append(step)
+    return out
+
+
+def via_text(site: Site) -> str:
+    return f" through {' -> '.join(n + '()' for n in site.via)}" if site.via else ""

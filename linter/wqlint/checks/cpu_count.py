@@ -1,0 +1,75 @@
+"""unbound-max-active-cpu-count and percpu-max-active-cpu-count."""
+from __future__ import annotations
+
+from wqlint import kversion
+from wqlint.checks.common import applies, finding, via_text
+from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along, tunables
+
+UNBOUND = "unbound-max-active-cpu-count"
+PERCPU = "percpu-max-active-cpu-count"
+
+
+def cpu_origin_path(site: Site, ctx: CheckContext):
+    """Path to a CPU count chosen by the caller (not the workqueue API's own limits)."""
+    return find_path(site.max_active, lambda v: isinstance(v, CpuCount)
+                     and not (v.step and v.step.path == ctx.api_header))
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    path = cpu_origin_path(site, ctx)
+    if path is None:
+        return []
+    info = flag_info(site.flags, ctx.bits)
+    rule_id = PERCPU if info.unbound == "no" else UNBOUND
+    if not applies(site, ctx, rule_id):
+        return []
+    origin = path[-1]
+    n = ctx.ncpus
+    values, _complete = evaluate(project(site.max_active, path), n)
+    at_n = max(values) if values else None
+    all_values, _ = evaluate(site.max_active, n)
+    ver = kversion.show(ctx.version)
+    parts = []
+    if rule_id == PERCPU:
+        if at_n is not None:
+            parts.append(f"per-CPU queue: max_active is per CPU on every kernel; with {n} CPUs "
+                         f"max_active = {at_n}, up to {n} x {at_n} = {n * at_n} in-flight items")
+    else:
+        scope = kversion.unbound_scope(ctx.version)
+        if scope == "node":
+            parts.append(f"on {ver} max_active of an unbound queue is per NUMA node")
+            if at_n is not None:
+                parts.append(f"with {n} CPUs max_active = {at_n} on each node, "
+                             f"{2 * at_n} in flight on a 2-node machine")
+        elif scope == "cpu":
+            parts.append(f"on {ver} max_active of an unbound queue is per CPU (636b927eba5b)")
+            if at_n is not None:
+                parts.append(f"with {n} CPUs max_active = {at_n}, up to {n} x {at_n} = {n * at_n} in-flight items")
+        else:
+            parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919) "
+                         f"but fixed at the {origin.kind} seen at allocation, not updated on CPU hotplug")
+            if at_n is not None:
+                parts.append(f"with {n} CPUs up to {at_n} in-flight items")
+        if info.unbound == "some":
+            parts.append("flags are conditional: WQ_UNBOUND in some configurations")
+        elif info.unbound == "unknown":
+            parts.append("flags could not be resolved")
+    tun = tunables(site.max_active)
+    if tun:
+        parts.append(f"a default, tunable through {tun[0].how}")
+    if len(values) > 1:
+        parts.append("conditional: max_active is one of " + ", ".join(str(v) for v in sorted(values)[:6])
+                     + f" with {n} CPUs")
+    elif all_values != values or not _complete:
+        parts.append("other assignments reach it too")
+    detail = "; ".join(parts) + via_text(site)
+    chain = list(site.prefix) + steps_along(path)
+    if rule_id == UNBOUND:
+        migration = ("State what is meant: a system-wide limit relative to the online CPUs that "
+                     "follows hotplug, a fixed system-wide limit, or a limit per pod of the affinity "
+                     "scope (see `wqlint explain unbound-max-active-cpu-count`).")
+    else:
+        migration = ("A per-CPU queue needs no CPU count: pass a small per-CPU constant (or 0 for the "
+                     "default) and add WQ_PERCPU, or make the queue WQ_UNBOUND with a system-wide limit.")
+    return [finding(site, ctx, rule_id, detail, chain, migration)]

@@ -1,0 +1,17 @@
+"""legacy-create-workqueue: the create_*workqueue() macros, known by their __WQ_LEGACY flag."""
+from __future__ import annotations
+
+from wqlint.checks.common import applies, finding
+from wqlint.scan.site import CheckContext, Site, flag_info
+
+RULE = "legacy-create-workqueue"
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    if not applies(site, ctx, RULE):
+        return []
+    info = flag_info(site.flags, ctx.bits)
+    if not info.legacy or not site.via:
+        return []  # __WQ_LEGACY written by hand outside the macros is the API's own business
+    rule = ctx.catalogue[RULE]
+    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), rule.fix_strategy)]

@@ -1,0 +1,56 @@
+"""max-active-over-limit: a value the kernel will clamp, with a warning, at run time."""
+from __future__ import annotations
+
+from wqlint import kversion
+from wqlint.checks.common import applies, finding, via_text
+from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along
+
+RULE = "max-active-over-limit"
+
+
+def _limit(ctx: CheckContext, unbound: bool, ncpus: int) -> int:
+    limit = kversion.wq_max_active(ctx.version)
+    if unbound and kversion.unbound_scope(ctx.version) == "node":
+        return max(limit, 4 * ncpus)  # WQ_UNBOUND_MAX_ACTIVE before v6.6
+    return limit
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    if not applies(site, ctx, RULE):
+        return []
+    api = lambda v: isinstance(v, CpuCount) and v.step and v.step.path == ctx.api_header
+    if find_path(site.max_active, api):
+        return []  # the API's own WQ_UNBOUND_MAX_ACTIVE is sized to its limit
+    unbound = flag_info(site.flags, ctx.bits).unbound in ("yes", "some")
+    cpu = find_path(site.max_active, lambda v: isinstance(v, CpuCount))
+    value = project(site.max_active, cpu) if cpu else site.max_active
+    _, complete = evaluate(value, ctx.ncpus)
+    if not complete:
+        return []  # only what is known for certain: no guesses about run-time input
+    first = None
+    for n in (1, ctx.max_cpus):
+        values, _ = evaluate(value, n)
+        if values and max(values) > _limit(ctx, unbound, n):
+            first = n
+            break
+    if first is None:
+        return []
+    lo, hi = 1, first
+    while lo < hi:  # the smallest CPU count at which the value goes over
+        mid = (lo + hi) // 2
+        values, _ = evaluate(value, mid)
+        if values and max(values) > _limit(ctx, unbound, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    values, _ = evaluate(value, lo)
+    limit = _limit(ctx, unbound, lo)
+    if cpu and lo > 1:
+        detail = f"from {lo} CPUs on it is {max(values)}, over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}"
+        chain = list(site.prefix) + steps_along(cpu)
+    else:
+        detail = f"{max(values)} is over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}"
+        chain = list(site.prefix)
+    migration = "Bound the value with min(..., WQ_MAX_ACTIVE), or pass 0 for the default."
+    return [finding(site, ctx, RULE, detail + via_text(site), chain, migration)]

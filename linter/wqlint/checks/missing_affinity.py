@@ -1,0 +1,18 @@
+"""missing-affinity-flag: neither WQ_PERCPU nor WQ_UNBOUND, where the tree has WQ_PERCPU."""
+from __future__ import annotations
+
+from wqlint.checks.common import applies, finding, via_text
+from wqlint.scan.site import CheckContext, Site, flag_info
+
+RULE = "missing-affinity-flag"
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    if not applies(site, ctx, RULE):
+        return []
+    info = flag_info(site.flags, ctx.bits)
+    if not info.affinity_missing or info.legacy:
+        return []  # legacy-create-workqueue covers create_*workqueue()
+    detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""
+    migration = "Add WQ_PERCPU to keep today's per-CPU behaviour, or WQ_UNBOUND if the work needs no CPU locality."
+    return [finding(site, ctx, RULE, detail + via_text(site).lstrip(), list(site.prefix), migration)]

@@ -1,0 +1,37 @@
+"""unbound-max-active-one: unbound, max_active 1, not created as an ordered queue."""
+from __future__ import annotations
+
+from wqlint import kversion
+from wqlint.checks.common import applies, finding, via_text
+from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.values import evaluate, find_path, Const
+
+RULE = "unbound-max-active-one"
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    if not applies(site, ctx, RULE):
+        return []
+    info = flag_info(site.flags, ctx.bits)
+    if info.unbound != "yes" or info.ordered:
+        return []
+    values, complete = evaluate(site.max_active, ctx.ncpus)
+    if values != {1} or not complete:
+        return []
+    ver = kversion.show(ctx.version)
+    if kversion.unbound_one_is_ordered(ctx.version):
+        detail = f"on {ver} it is still ordered implicitly; from v6.9 on it is not (3bc1e711c26b): it breaks on upgrade"
+    else:
+        detail = f"on {ver} items can run concurrently on different NUMA nodes (3bc1e711c26b)"
+    if info.sysfs:
+        detail += "; WQ_SYSFS is set, which ordered queues refuse: no automatic conversion"
+        migration = ("Decide whether ordering is needed: if so drop WQ_SYSFS and use "
+                     "alloc_ordered_workqueue(); if not, say so in a comment.")
+    else:
+        migration = ("If the work items rely on running one at a time, use alloc_ordered_workqueue() "
+                     "with the same flags minus WQ_UNBOUND.")
+    path = find_path(site.max_active, lambda v: isinstance(v, Const))
+    chain = list(site.prefix)
+    if path:
+        chain += [n.step for n in path if n.step is not None]
+    return [finding(site, ctx, RULE, detail + via_text(site), chain, migration)]

@@ -1,0 +1,335 @@
+"""The tree-sitter engine: find every allocation, follow wrappers, resolve, run the checks.
+
+Only alloc_workqueue() and alloc_workqueue_lockdep_map(), the functions that really create a
+queue, are known by name. Every other entry point (alloc_ordered_workqueue(), the create_*()
+macros, devm_alloc_workqueue(), a subsystem's own helper) is found as a *wrapper*: a function
+or macro that forwards one of its parameters into flags or max_active. The finding then moves
+to each call of the wrapper, where the parameter has a value.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+from wqlint import kversion
+from wqlint.checks import CHECKS
+from wqlint.finding import InputError, Report, Step
+from wqlint.scan import parser
+from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
+from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, scope_of, _short
+from wqlint.scan.site import CheckContext, FlagBits, Site
+from wqlint.scan.source import SourceError, is_c_source, read_source, relpath
+from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
+
+# name -> (index of flags, index of max_active)
+SINKS = {"alloc_workqueue": (1, 2), "alloc_workqueue_lockdep_map": (1, 2)}
+API_HEADER = "include/linux/workqueue.h"
+MAX_ROUNDS = 12
+MAX_WRAPPER_DEPTH = 6
+_SUPPRESS_RE = re.compile(r"wqlint:\s*ignore(?:\[([\w\s,-]*)\]|\s+([\w-]+(?:\s*,\s*[\w-]+)*))?")
+
+
+class UsageError(Exception):
+    pass
+
+
+def find_root(paths: list) -> Path:
+    """The kernel tree holding the first path (a directory with Makefile and include/linux),
+    else the directory given (or holding the file given)."""
+    first = Path(os.path.abspath(paths[0]))
+    start = first if first.is_dir() else first.parent
+    for cand in [start, *start.parents]:
+        if (cand / "Makefile").is_file() and (cand / "include" / "linux").is_dir():
+            return cand
+    if len(paths) == 1:
+        return start
+    common = Path(*_common_parts([Path(os.path.abspath(p)) for p in paths]))
+    return common if common.is_dir() else common.parent
+
+
+def _common_parts(paths):
+    parts = list(paths[0].parts)
+    for p in paths[1:]:
+        q = p.parts
+        i = 0
+        while i < min(len(parts), len(q)) and parts[i] == q[i]:
+            i += 1
+        parts = parts[:i]
+    return parts
+
+
+class Engine:
+    def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
+                 ncpus: int = 96, max_cpus: int = 512, progress=None):
+        self.catalogue = catalogue
+        self.jobs = jobs
+        self.progress = progress
+        self.errors: list = []
+        self.notes: list = []
+        self.paths = [Path(p) for p in paths]
+        for p in self.paths:
+            if not p.exists() and not p.is_symlink():
+                raise UsageError(f"{p}: no such file or directory")
+        self.root = find_root(self.paths)
+        self.targets = []
+        for p in self.paths:
+            try:
+                p.resolve(strict=True)
+            except (RuntimeError, OSError) as exc:  # a symlink loop or a dangling link
+                self.errors.append(InputError(str(p), "symbolic link loop" if "loop" in str(exc).lower()
+                                              or isinstance(exc, RuntimeError) else "cannot resolve path"))
+                continue
+            rel = relpath(Path(os.path.abspath(p)), self.root)
+            self.targets.append("" if rel == "." else rel)
+        if kernel_version:
+            self.version, self.version_source = kernel_version, "--kernel-version"
+        else:
+            found = kversion.from_makefile(self.root)
+            if found:
+                self.version, self.version_source = found, "Makefile"
+            else:
+                self.version, self.version_source = kversion.DEFAULT_VERSION, "default"
+                self.notes.append(f"no kernel version in {self.root / 'Makefile'}: assuming "
+                                  f"{kversion.show(self.version)} semantics (use --kernel-version)")
+        extra = {}
+        if not (self.root / API_HEADER).is_file():
+            extra[BUILTIN_HEADER_REL] = resources.files("wqlint.scan").joinpath(
+                "api", "workqueue.h").read_bytes()
+            self.api_header = BUILTIN_HEADER_REL
+        else:
+            self.api_header = API_HEADER
+        self.index = TreeIndex(self.root, jobs, extra)
+        self.resolver = Resolver(self.index)
+        self.ncpus, self.max_cpus = ncpus, max_cpus
+        self._parse_errors: dict = {}
+        self._site_memo: dict = {}
+
+    # -- targets ---------------------------------------------------------------------------
+    def in_targets(self, rel: str) -> bool:
+        if rel.startswith("<"):
+            return False  # wqlint's own description of the API
+        return any(t == "" or rel == t or rel.startswith(t + "/") for t in self.targets)
+
+    def _check_named_files(self) -> None:
+        """Files named on the command line are read whole, so bad input is always reported."""
+        for p in self.paths:
+            if p.is_file() and is_c_source(p.name):
+                try:
+                    read_source(p)
+                except SourceError as exc:
+                    self.errors.append(InputError(str(p), str(exc)))
+
+    # -- sites -------------------------------------------------------------------------------
+    def _sink_sites(self) -> list:
+        out = []
+        for sink, (fi, mi) in SINKS.items():
+            occ = self.index.occurrences(sink)
+            if occ is None:
+                continue
+            pat = re.compile(rb"\b" + sink.encode() + rb"\s*(\(|\\?$)")
+            for rel, line in occ:
+                src = self.index.source(rel)
+                if src is None:
+                    continue
+                text = src.line_bytes(line)
+                if not pat.search(text) or re.match(rb"\s*(\*|//)", text):
+                    continue
+                span = src._define_span(line)
+                chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
+                if chunk is None:
+                    continue
+                calls = calls_named(chunk, sink, line)
+                if not calls:
+                    if self._is_declaration(chunk, sink, line) or _only_in_comments(chunk, sink, line):
+                        continue
+                    self._parse_errors.setdefault(rel, f"line {line}: cannot parse the call to {sink}()")
+                    continue
+                for call in calls:
+                    memo_key = (rel, chunk.first_line, call.start_byte)
+                    if memo_key in self._site_memo:
+                        out.extend(self._site_memo[memo_key])
+                        continue
+                    misses = self.index.misses
+                    args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+                    scope = scope_of(chunk, call)
+                    if scope.name in SINKS:
+                        continue  # the API's own definition
+                    if len(args) <= mi:
+                        self._parse_errors.setdefault(rel, f"line {line}: {sink}() with {len(args)} arguments")
+                        continue
+                    self.resolver.budget = SITE_BUDGET
+                    self.resolver.home = rel
+                    flags = self.resolver.resolve(args[fi], scope)
+                    max_active = self.resolver.resolve(args[mi], scope)
+                    step = Step(rel, line, src.line_text(line).strip(),
+                                f"{sink}(flags '{_short(parser.text(args[fi]), 50)}', "
+                                f"max_active '{_short(parser.text(args[mi]), 50)}')")
+                    found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0)
+                    if self.index.misses == misses:
+                        self._site_memo[memo_key] = found
+                    out.extend(found)
+        return out
+
+    def _is_declaration(self, chunk, sink, line) -> bool:
+        text = chunk.source.line_text(line)
+        return bool(re.search(r"^\s*(extern\s+)?(struct\s+workqueue_struct\s*\*\s*)?" + sink + r"\s*\(\s*const\b", text)
+                    or re.search(r"\*\s*\n?\s*" + sink + r"\s*\(", text) and "const char" in text)
+
+    def _expand(self, entry, call, chunk, scope: Scope, flags, max_active, prefix, via, depth) -> list:
+        """Sites for one call: here, or at each caller when it forwards parameters."""
+        mine = [p for p in params(flags) + params(max_active) if p.function == scope.name]
+        # A macro expands where it is used, so its call sites are the allocations even when
+        # it forwards nothing into flags or max_active (create_freezable_workqueue()).
+        if (not mine and scope.kind != "macro") or not scope.name or scope.kind == "file" \
+                or depth >= MAX_WRAPPER_DEPTH:
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
+        callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function")
+        out = []
+        for ccall, cscope in callers:
+            rel = cscope.src.rel
+            cargs = [a for a in ccall.child_by_field_name("arguments").named_children if a.type != "comment"]
+            if not self.in_targets(rel) and cscope.kind != "macro" and not self._forwards(cargs, cscope, mine):
+                continue
+            if any(p.index >= len(cargs) for p in mine):
+                continue
+            cline = cscope.chunk.line_of(ccall)
+            bound = {}
+
+            def bind(p: Param, cargs=cargs, cscope=cscope, cline=cline):
+                if p.function != scope.name or p.index >= len(cargs):
+                    return p
+                key = p.index
+                if key not in bound:
+                    arg = cargs[key]
+                    bound[key] = Alt(Step(rel, cline, cscope.src.line_text(cline).strip(),
+                                          f"'{p.name}' <- argument {key + 1} '{_short(parser.text(arg), 50)}' "
+                                          f"of {scope.name}()"),
+                                     (self.resolver.resolve(arg, cscope),), "")
+                return Alt(p.step, (bound[key],), "")
+            nflags = substitute(flags, bind)
+            nmax = substitute(max_active, bind)
+            step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
+            out.extend(self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
+                                    [step] + prefix, [scope.name] + via, depth + 1))
+        if not callers:
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
+        return out
+
+    def _forwards(self, cargs, cscope: Scope, mine) -> bool:
+        """Does a call outside the targets pass its own parameters on (a wrapper of a wrapper)?"""
+        names = set(cscope.params)
+        for p in mine:
+            if p.index < len(cargs):
+                idents = set(re.findall(r"[A-Za-z_]\w*", parser.text(cargs[p.index])))
+                if idents & names:
+                    return True
+        return False
+
+    def _site(self, entry, call, chunk, flags, max_active, prefix, via) -> Site:
+        name = call.child_by_field_name("function")
+        src = chunk.source
+        line = chunk.line_of(name)
+        return Site(entry=entry, path=src.rel, line=line, col=chunk.col_of(name),
+                    end_col=chunk.end_col_of(name), flags=flags, max_active=max_active,
+                    prefix=prefix, via=via, suppressed=self._suppressed(src, line))
+
+    @staticmethod
+    def _suppressed(src, line) -> frozenset:
+        ids = set()
+        for ln in (line - 1, line):
+            m = _SUPPRESS_RE.search(src.line_text(ln))
+            if m:
+                listed = m.group(1) or m.group(2)
+                if listed is None:
+                    return frozenset({"*"})
+                ids.update(x.strip() for x in listed.split(",") if x.strip())
+        return frozenset(ids)
+
+    # -- run ---------------------------------------------------------------------------------
+    def _bits(self) -> FlagBits:
+        scope = Scope(self.index.source(self.api_header) or next(iter(self.index.files.values())), None)
+        def val(name):
+            v = self.resolver.symbol(name, scope, 0, frozenset())
+            got, _ = evaluate(v, 1)
+            return next(iter(got)) if len(got) == 1 else 0
+        return FlagBits(unbound=val("WQ_UNBOUND"), percpu=val("WQ_PERCPU"), bh=val("WQ_BH"),
+                        sysfs=val("WQ_SYSFS"), ordered=val("__WQ_ORDERED"), legacy=val("__WQ_LEGACY"))
+
+    def run(self) -> Report:
+        self._check_named_files()
+        sites = []
+        for rnd in range(MAX_ROUNDS):
+            self._parse_errors = {}
+            self.resolver.new_round()
+            sites = self._sink_sites()
+            if self.progress:
+                self.progress(f"round {rnd + 1}: {len(sites)} allocation sites, "
+                              f"{len(self.index.pending)} names to look up")
+            if not self.index.fetch_pending():
+                break
+        self._warm_bits()
+        bits = self._bits()
+        ctx = CheckContext(self.catalogue, self.version, self.version_source, bits,
+                           has_percpu=bool(bits.percpu), api_header=self.api_header,
+                           ncpus=self.ncpus, max_cpus=self.max_cpus)
+        findings, seen = [], set()
+        for site in sites:
+            if not self.in_targets(site.path) or "*" in site.suppressed:
+                continue
+            for check in CHECKS:
+                for f in check(site, ctx):
+                    key = (f.rule_id, f.path, f.line, f.col)
+                    if key not in seen:
+                        seen.add(key)
+                        findings.append(f)
+        findings.sort(key=lambda f: f.sort_key())
+        errors = list(self.errors) + list(self.index.errors)
+        for rel, problem in sorted(self.index.bad.items()):
+            if self.in_targets(rel):
+                errors.append(InputError(rel, problem))
+        for rel, problem in sorted(self._parse_errors.items()):
+            if self.in_targets(rel):
+                errors.append(InputError(rel, problem))
+        report = Report(root=str(self.root), findings=findings, errors=_unique(errors), notes=self.notes,
+                        kernel_version=self.version, kernel_version_source=self.version_source,
+                        files_scanned=len(self.index.files))
+        report.grep_rounds = self.index.grep_rounds
+        return report
+
+    def _warm_bits(self) -> None:
+        for _ in range(3):
+            self._bits()
+            if not self.index.fetch_pending():
+                return
+
+
+def _only_in_comments(chunk, name: str, line: int) -> bool:
+    """Is every mention of name on line inside a comment or a string?"""
+    src = chunk.source
+    text = src.line_bytes(line)
+    row = line - chunk.first_line
+    for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\b", text):
+        node = chunk.root.descendant_for_point_range((row, m.start()), (row, m.end()))
+        while node is not None and node.type not in ("comment", "string_literal", "system_lib_string",
+                                                      "char_literal"):
+            node = node.parent
+        if node is None:
+            return False
+    return True
+
+
+def _unique(errors):
+    out, seen = [], set()
+    for e in errors:
+        if (e.path, e.problem) not in seen:
+            seen.add((e.path, e.problem))
+            out.append(e)
+    return out
+
+
+def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None) -> Report:
+    return Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress).run()

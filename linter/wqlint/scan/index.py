@@ -1,0 +1,189 @@
+"""Tree-wide lookups: which lines of which files mention a name.
+
+Resolution is demand-driven: it asks for the occurrences of a name (a field, a macro, a
+wrapper's callers) only when a chain leads there. The first time a name is asked for, the
+answer is not known yet: the name is queued, the caller gets None and records the gap, and
+the engine runs one `grep -F -w` over the tree for every queued name at once (split over
+-j processes), then resolves again. A chain that crosses k files costs k such rounds, not
+one grep per name.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional
+
+from wqlint.finding import InputError
+from wqlint.scan.source import SourceError, SourceFile, read_source, relpath
+
+_IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# Directories large enough that one grep over them is worth splitting further.
+_SPLIT_DEPTH = 2
+BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
+
+
+class TreeIndex:
+    def __init__(self, root: Path, jobs: int = 1, extra_files: Optional[dict] = None,
+                 exclude: tuple = ()):
+        self.root = root
+        self.jobs = max(1, jobs)
+        self.files: dict = {}  # rel -> SourceFile
+        self.bad: dict = {}  # rel -> problem
+        self.fetched: dict = {}  # token -> list of (rel, line)
+        self.pending: set = set()
+        self.grep_rounds = 0
+        self.misses = 0  # lookups answered 'not yet': results built on them are provisional
+        self.errors: list = []  # InputError from walking the tree
+        self.extra = dict(extra_files or {})  # rel -> bytes, searched like tree files
+        self.exclude = exclude
+        self._units = None
+
+    # -- files -------------------------------------------------------------------------
+    def source(self, rel: str) -> Optional[SourceFile]:
+        src = self.files.get(rel)
+        if src is not None or rel in self.bad:
+            return src
+        try:
+            data = self.extra[rel] if rel in self.extra else read_source(self.root / rel)
+        except SourceError as exc:
+            self.bad[rel] = str(exc)
+            return None
+        src = self.files[rel] = SourceFile(rel, data)
+        return src
+
+    # -- occurrences ---------------------------------------------------------------------
+    def occurrences(self, token: str) -> Optional[list]:
+        """[(rel, line)] where token occurs as a word, or None until it has been fetched."""
+        found = self.fetched.get(token)
+        if found is None:
+            self.pending.add(token)
+            self.misses += 1
+        return found
+
+    def fetch_pending(self) -> bool:
+        """Fetch every queued token; False when nothing was queued."""
+        tokens = sorted(self.pending - set(self.fetched))
+        self.pending.clear()
+        if not tokens:
+            return False
+        self.fetch(tokens)
+        return True
+
+    def fetch(self, tokens: list) -> None:
+        self.grep_rounds += 1
+        results = {t: [] for t in tokens}
+        wanted = {t.encode() for t in tokens}
+        for rel, line, content in self._grep(tokens):
+            for ident in set(_IDENT_RE.findall(content)) & wanted:
+                results[ident.decode()].append((rel, line))
+        for rel, data in self.extra.items():
+            for lineno, content in enumerate(data.split(b"\n"), 1):
+                for ident in set(_IDENT_RE.findall(content)) & wanted:
+                    results[ident.decode()].append((rel, lineno))
+        for token, occ in results.items():
+            occ.sort()
+            self.fetched[token] = occ
+
+    def _work_units(self) -> list:
+        """Paths to hand to grep, small enough to spread over -j processes."""
+        if self._units is None:
+            units = []
+
+            def expand(path: Path, depth: int):
+                try:
+                    entries = sorted(os.scandir(path), key=lambda e: e.name)
+                except OSError as exc:
+                    self.errors.append(InputError(relpath(path, self.root), exc.strerror or str(exc)))
+                    return
+                for entry in entries:
+                    rel = relpath(Path(entry.path), self.root)
+                    if entry.name.startswith(".") or rel in self.exclude:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth < _SPLIT_DEPTH:
+                            expand(Path(entry.path), depth + 1)
+                        else:
+                            units.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False) and entry.name.endswith((".c", ".h")):
+                        units.append(entry.path)
+
+            if self.root.is_dir():
+                expand(self.root, 1)
+            self._units = units
+        return self._units
+
+    def _grep(self, tokens: list):
+        units = self._work_units()
+        if not units:
+            return []
+        if shutil.which("grep") is None:
+            return self._pyscan(units, tokens)
+        args = ["grep", "-rnwFHZ", "--include=*.c", "--include=*.h"]
+        for t in tokens:
+            args += ["-e", t]
+        env = dict(os.environ, LC_ALL="C")
+        n = min(self.jobs * 3, len(units))
+        groups = [units[i::n] for i in range(n)]
+
+        def run(group):
+            proc = subprocess.run(args + ["--"] + group, capture_output=True, env=env)
+            return proc
+
+        out = []
+        with ThreadPoolExecutor(self.jobs) as pool:
+            for proc in pool.map(run, groups):
+                for errline in proc.stderr.splitlines():
+                    if errline.startswith(b"grep: ") and errline.endswith(b": binary file matches"):
+                        rel = relpath(Path(os.fsdecode(errline[6:-21])), self.root)
+                        self.bad.setdefault(rel, "binary file (contains NUL bytes)")
+                    elif proc.returncode > 1:
+                        self._grep_error(errline.decode("utf-8", "replace"))
+                for rec in proc.stdout.split(b"\n"):
+                    name, sep, rest = rec.partition(b"\0")
+                    if not sep:
+                        continue
+                    num, _, content = rest.partition(b":")
+                    try:
+                        rel = relpath(Path(os.fsdecode(name)), self.root)
+                        out.append((rel, int(num), content))
+                    except ValueError:
+                        continue
+        return out
+
+    def _grep_error(self, line: str) -> None:
+        m = re.match(r"grep: (.*): ([^:]+)$", line)
+        if not m:
+            return
+        rel = relpath(Path(m.group(1)), self.root)
+        problem = m.group(2).strip()
+        if "warning" in line and "recursive directory loop" in line:
+            problem = "symbolic link loop"
+        err = InputError(rel, problem.lower() if problem[0].isupper() and problem[1:2].islower() else problem)
+        if all(e.path != err.path for e in self.errors):
+            self.errors.append(err)
+
+    def _pyscan(self, units: list, tokens: list):
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(t.encode()) for t in tokens) + rb")\b")
+        out = []
+        for unit in units:
+            for dirpath, _dirs, names in os.walk(unit):
+                for name in names if os.path.isdir(unit) else [os.path.basename(unit)]:
+                    path = Path(dirpath, name) if os.path.isdir(unit) else Path(unit)
+                    if not name.endswith((".c", ".h")):
+                        continue
+                    try:
+                        data = path.read_bytes()
+                    except OSError:
+                        continue
+                    if not pattern.search(data):
+                        continue
+                    for lineno, content in enumerate(data.split(b"\n"), 1):
+                        if pattern.search(content):
+                            out.append((relpath(path, self.root), lineno, content))
+                if not os.path.isdir(unit):
+                    break
+        return out

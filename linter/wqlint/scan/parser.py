@@ -1,0 +1,56 @@
+"""tree-sitter-c set-up and the .scm queries, loaded once as package data.
+
+Differences between tree-sitter binding versions are handled here and nowhere else.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import tree_sitter
+import tree_sitter_c
+
+
+@lru_cache(maxsize=None)
+def language() -> tree_sitter.Language:
+    return tree_sitter.Language(tree_sitter_c.language())
+
+
+@lru_cache(maxsize=None)
+def _parser() -> tree_sitter.Parser:
+    try:
+        return tree_sitter.Parser(language())
+    except TypeError:  # bindings before 0.22 take the language through an attribute
+        parser = tree_sitter.Parser()
+        parser.set_language(language())
+        return parser
+
+
+def parse(source: bytes) -> tree_sitter.Tree:
+    return _parser().parse(source)
+
+
+@lru_cache(maxsize=None)
+def query(name: str) -> tree_sitter.Query:
+    text = resources.files("wqlint.scan").joinpath("queries", f"{name}.scm").read_text(encoding="utf-8")
+    try:
+        return tree_sitter.Query(language(), text)
+    except TypeError:
+        return language().query(text)
+
+
+def matches(name: str, node: tree_sitter.Node) -> list:
+    """[(pattern_index, {capture: node})] with one node per capture, in document order."""
+    q = query(name)
+    if hasattr(tree_sitter, "QueryCursor"):
+        raw = tree_sitter.QueryCursor(q).matches(node)
+    else:
+        raw = q.matches(node)
+    out = []
+    for index, caps in raw:
+        out.append((index, {k: (v[0] if isinstance(v, list) else v) for k, v in caps.items()}))
+    return out
+
+
+def text(node) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None else ""

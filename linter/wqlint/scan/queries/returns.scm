@@ -1,0 +1,1 @@
+(return_statement (_) @return.value) @return

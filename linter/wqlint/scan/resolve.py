@@ -1,0 +1,875 @@
+"""Resolution of a C expression to a symbolic Value, following the value wherever it travels.
+
+Locals (the assignments that reach the use), parameters (through every caller), struct
+fields (every assignment in the tree to a field of the same name on a compatible type),
+globals and module parameters, enumerators and #defines (the file's, then the tree's
+headers), function return values, min/max/clamp and arithmetic. Nothing here knows the name
+of any subsystem, file, field or wrapper: every fact comes from the C being read.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from wqlint.finding import Step
+from wqlint.scan import parser
+from wqlint.scan.index import TreeIndex
+from wqlint.scan.source import Chunk, SourceFile
+from wqlint.scan.values import (
+    Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, substitute,
+)
+
+# The CPU counts of include/linux/cpumask.h: what the rules are about.
+CPU_COUNT_CALLS = {"num_online_cpus", "num_possible_cpus", "num_present_cpus", "num_active_cpus"}
+CPU_COUNT_NAMES = {"nr_cpu_ids"}
+CPU_COUNT_STATIC = {"NR_CPUS": 8192}  # CONFIG_NR_CPUS of distribution x86_64 kernels (MAXSMP)
+CPU_MASK_COUNT = {"cpumask_weight"}
+MINMAX = {
+    "min": ("min", 0), "max": ("max", 0), "min_t": ("min", 1), "max_t": ("max", 1),
+    "umin": ("min", 0), "umax": ("max", 0), "min3": ("min", 0), "max3": ("max", 0),
+    "min_not_zero": ("min", 0), "clamp": ("clamp", 0), "clamp_t": ("clamp", 1),
+    "clamp_val": ("clamp", 0),
+}
+BINOPS = {"+", "-", "*", "/", "%", "<<", ">>", "|", "&", "^"}
+MAX_DEPTH = 14
+MAX_OPTIONS = 48
+SITE_BUDGET = 20000  # expressions one allocation site may visit
+
+_INT_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)[uUlL]*$")
+
+
+def parse_int(text: str) -> Optional[int]:
+    m = _INT_RE.match(text.strip())
+    if not m:
+        return None
+    digits = m.group(1)
+    if digits.lower().startswith("0x"):
+        return int(digits, 16)
+    if digits.startswith("0") and len(digits) > 1:
+        return int(digits, 8)
+    return int(digits)
+
+
+def declarator_name(node) -> Optional[str]:
+    """The identifier a (possibly nested) declarator declares."""
+    while node is not None:
+        if node.type in ("identifier", "field_identifier"):
+            return parser.text(node)
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            for child in node.named_children:
+                if child.type in ("identifier", "pointer_declarator", "array_declarator",
+                                  "parenthesized_declarator", "function_declarator",
+                                  "init_declarator", "attributed_declarator"):
+                    inner = child
+                    break
+        node = inner
+    return None
+
+
+def function_declarator(fn_node):
+    node = fn_node.child_by_field_name("declarator")
+    while node is not None and node.type != "function_declarator":
+        node = node.child_by_field_name("declarator")
+    return node
+
+
+def struct_type_name(type_text: str) -> Optional[str]:
+    m = re.search(r"\b(struct|union)\s+([A-Za-z_]\w*)", type_text)
+    if m:
+        return m.group(2)
+    words = re.findall(r"[A-Za-z_]\w*", type_text)
+    words = [w for w in words if w not in ("const", "volatile", "static", "extern", "unsigned",
+                                            "signed", "register", "inline")]
+    return words[-1] if words else None
+
+
+@dataclass
+class Scope:
+    """Where an expression sits: a function, a macro body, or file level."""
+
+    src: SourceFile
+    chunk: Chunk
+    node: object = None  # function_definition node, or the macro's synthetic function
+    name: str = ""
+    kind: str = "file"  # function | macro | file
+    params: list = field(default_factory=list)
+    static: bool = False
+    _decls: Optional[dict] = None
+
+    def param_index(self, name: str) -> int:
+        try:
+            return self.params.index(name)
+        except ValueError:
+            return -1
+
+    def local_decls(self) -> dict:
+        """name -> (declaration node, type text) of the locals of this function."""
+        if self._decls is None:
+            self._decls = {}
+            if self.node is not None:
+                body = self.node.child_by_field_name("body")
+                if body is not None:
+                    for _, caps in parser.matches("declarations", body):
+                        decl = caps.get("declaration")
+                        if decl is None:
+                            continue
+                        type_text = parser.text(caps.get("decl.type"))
+                        for child in decl.children_by_field_name("declarator"):
+                            name = declarator_name(child)
+                            if name:
+                                ptr = "*" if "pointer" in child.type or (
+                                    child.type == "init_declarator"
+                                    and "pointer" in (child.child_by_field_name("declarator").type)) else ""
+                                self._decls.setdefault(name, (child, type_text + ptr))
+        return self._decls
+
+    def param_types(self) -> dict:
+        out = {}
+        if self.kind == "function" and self.node is not None:
+            fdecl = function_declarator(self.node)
+            plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+            for p in (plist.named_children if plist is not None else []):
+                if p.type == "parameter_declaration":
+                    name = declarator_name(p.child_by_field_name("declarator"))
+                    if name:
+                        out[name] = parser.text(p.child_by_field_name("type"))
+        return out
+
+
+def scope_of(chunk: Chunk, node) -> Scope:
+    """The function (or macro) around node."""
+    src = chunk.source
+    cur = node
+    while cur is not None and cur.type != "function_definition":
+        cur = cur.parent
+    if cur is None:
+        return Scope(src, chunk)
+    fdecl = function_declarator(cur)
+    name = declarator_name(fdecl.child_by_field_name("declarator")) if fdecl is not None else ""
+    params = []
+    plist = fdecl.child_by_field_name("parameters") if fdecl is not None else None
+    for p in (plist.named_children if plist is not None else []):
+        if p.type in ("parameter_declaration", "variadic_parameter"):
+            params.append(declarator_name(p.child_by_field_name("declarator")) or "")
+        elif p.type == "identifier":  # macro parameters
+            params.append(parser.text(p))
+    head = parser.text(cur)[:200]
+    kind = getattr(chunk, "macro_kind", None) or "function"
+    return Scope(src, chunk, cur, name or "", kind, params, static=bool(re.match(r"\s*static\b", head)))
+
+
+class Resolver:
+    """Resolves expressions to Values against a TreeIndex. One per run; caches lookups."""
+
+    def __init__(self, index: TreeIndex):
+        self.index = index
+        self._symbol_cache: dict = {}
+        self._field_cache: dict = {}
+        self._macro_chunks: dict = {}
+        self.budget = SITE_BUDGET
+        self.home = ""  # the file of the allocation being resolved
+
+    def new_round(self) -> None:
+        """Forget answers that were given before their names had been looked up."""
+        for cache in (self._symbol_cache, self._field_cache):
+            for key in [k for k, v in cache.items() if _has_pending(v)]:
+                del cache[key]
+
+    # -- entry -------------------------------------------------------------------------
+    def resolve(self, node, scope: Scope, depth: int = 0, seen: frozenset = frozenset(),
+                expand_params: bool = False) -> Value:
+        if node is None:
+            return Unknown(None, "missing expression")
+        if depth > MAX_DEPTH:
+            return Unknown(None, "chain too long")
+        self.budget -= 1
+        if self.budget < 0:
+            return Unknown(None, "too many paths to follow")
+        t = node.type
+        r = lambda n, d=depth, s=seen: self.resolve(n, scope, d, s, expand_params)
+        if t == "number_literal":
+            v = parse_int(parser.text(node))
+            return Const(None, v) if v is not None else Unknown(None, f"literal {parser.text(node)}")
+        if t in ("parenthesized_expression",):
+            inner = [c for c in node.named_children if c.type != "comment"]
+            return r(inner[0]) if inner else Unknown(None, "empty parentheses")
+        if t == "cast_expression":
+            return r(node.child_by_field_name("value"))
+        if t == "unary_expression":
+            op = parser.text(node.child_by_field_name("operator"))
+            arg = r(node.child_by_field_name("argument"))
+            return {"-": lambda: Op(None, "neg", (arg,)), "~": lambda: Op(None, "~", (arg,)),
+                    "!": lambda: Op(None, "!", (arg,)), "+": lambda: arg}.get(op, lambda: Unknown(None, op))()
+        if t == "binary_expression":
+            op = parser.text(node.child_by_field_name("operator"))
+            if op not in BINOPS:
+                return Unknown(None, f"'{op}' expression")
+            return Op(None, op, (r(node.child_by_field_name("left")), r(node.child_by_field_name("right"))))
+        if t == "conditional_expression":
+            cons = node.child_by_field_name("consequence")
+            alt = node.child_by_field_name("alternative")
+            cond = parser.text(node.child_by_field_name("condition"))
+            return Alt(self._step(scope, node, f"conditional on '{_short(cond)}'"),
+                       (r(cons), r(alt)), "ternary")
+        if t == "call_expression":
+            return self._call(node, scope, depth, seen, expand_params)
+        if t == "identifier":
+            return self._identifier(node, scope, depth, seen, expand_params)
+        if t == "field_expression":
+            return self._field(node, scope, depth, seen, expand_params)
+        if t in ("sizeof_expression", "alignof_expression"):
+            return Unknown(None, "sizeof")
+        if t == "comma_expression":
+            return r(node.child_by_field_name("right"))
+        return Unknown(None, f"{t.replace('_', ' ')} '{_short(parser.text(node))}'")
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _step(self, scope: Scope, node, note: str) -> Step:
+        line = scope.chunk.line_of(node)
+        return Step(scope.src.rel, line, scope.src.line_text(line).strip(), note)
+
+    def step_at(self, src: SourceFile, line: int, note: str) -> Step:
+        return Step(src.rel, line, src.line_text(line).strip(), note)
+
+    # -- calls -----------------------------------------------------------------------------
+    def _call(self, node, scope, depth, seen, expand_params) -> Value:
+        fn = node.child_by_field_name("function")
+        args = [a for a in node.child_by_field_name("arguments").named_children if a.type != "comment"]
+        name = parser.text(fn) if fn is not None and fn.type == "identifier" else ""
+        r = lambda n: self.resolve(n, scope, depth + 1, seen, expand_params)
+        if name in CPU_COUNT_CALLS:
+            return CpuCount(self._step(scope, node, f"CPU count {name}()"), f"{name}()")
+        if name in CPU_MASK_COUNT and args:
+            mask = parser.text(args[0])
+            return CpuCount(self._step(scope, node, f"CPU count {name}({mask})"), f"{name}({mask})")
+        if name in MINMAX:
+            op, skip = MINMAX[name]
+            vals = tuple(r(a) for a in args[skip:])
+            if op == "clamp" and len(vals) != 3:
+                return Unknown(None, f"{name} with {len(vals)} arguments")
+            if op in ("min", "max") and len(vals) > 2:
+                acc = vals[0]
+                for v in vals[1:]:
+                    acc = Op(None, op, (acc, v))
+                return acc
+            return Op(None, op, vals)
+        if name == "DIV_ROUND_UP" and len(args) == 2:
+            a, b = r(args[0]), r(args[1])
+            return Op(None, "/", (Op(None, "-", (Op(None, "+", (a, b)), Const(None, 1))), b))
+        if not name:
+            return Unknown(None, f"call through '{_short(parser.text(fn))}'")
+        key = ("fn", name)
+        if key in seen:
+            return Unknown(None, f"recursion through {name}()")
+        ret = self.function_returns(name, scope, depth + 1, seen | {key})
+        if ret is None:
+            macro = self.macro_call(name, args, scope, depth + 1, seen | {key}, expand_params)
+            if macro is not None:
+                return macro
+            return Unknown(None, f"call to {name}()")
+        ret_value, fscope = ret
+        bound = [r(a) for a in args]
+
+        def bind(p: Param) -> Value:
+            if p.function == name and 0 <= p.index < len(bound):
+                return Alt(self._step(scope, node, f"{fscope.params[p.index]} <- argument "
+                                                   f"{p.index + 1} '{_short(parser.text(args[p.index]))}' of {name}()"),
+                           (bound[p.index],), "")
+            return p
+        return Alt(self._step(scope, node, f"return value of {name}()"), (substitute(ret_value, bind),), "")
+
+    def function_returns(self, name, scope, depth, seen):
+        """(Alt of the return values of function name, its Scope), or None if not found."""
+        for fscope in self.function_scopes(name, scope.src):
+            rets = []
+            for _, caps in parser.matches("returns", fscope.node):
+                val = caps.get("return.value")
+                inner = self.resolve(val, fscope, depth, seen, expand_params=False)
+                rets.append(Alt(self._step(fscope, val, f"{name}() returns '{_short(parser.text(val))}'"),
+                                (inner,), ""))
+            if rets:
+                return Alt(None, tuple(rets[:MAX_OPTIONS]), "returns"), fscope
+        return None
+
+    def function_scopes(self, name: str, near: SourceFile) -> list:
+        """Definitions of function name: in near's file if there, else in the tree."""
+        found = self._definitions_in(name, near, [(near.rel, ln) for ln in _word_lines(near, name)])
+        if found:
+            return found
+        occ = self.index.occurrences(name)
+        if occ is None:
+            return []
+        lines = [(rel, ln) for rel, ln in occ if rel != near.rel]
+        return self._definitions_in(name, near, lines)
+
+    def _definitions_in(self, name, near, occs) -> list:
+        out = []
+        for rel, line in occs[:400]:
+            src = self.index.source(rel)
+            if src is None:
+                continue
+            text = src.line_bytes(line)
+            if (name.encode() + b"(") not in text.replace(b" (", b"("):
+                continue
+            if text[:1] in (b" ", b"\t") and not text.lstrip().startswith(name.encode()):
+                continue  # a call inside a body, not a definition header
+            chunk = src.chunk_at(line)
+            for _, caps in parser.matches("functions", chunk.root):
+                fn = caps["fn"]
+                fdecl = function_declarator(fn)
+                if fdecl is None:
+                    continue
+                if declarator_name(fdecl.child_by_field_name("declarator")) == name:
+                    out.append(scope_of(chunk, fn.child_by_field_name("body")))
+            if out:
+                break
+        return out
+
+    # -- macros ----------------------------------------------------------------------------
+    def macro_definitions(self, name: str, near: SourceFile) -> list:
+        """[(SourceFile, first_line, last_line)] of '#define name', nearest first."""
+        local = [(near, ln) for ln in _word_lines(near, name)]
+        defs = self._defines(name, local)
+        if defs:
+            return defs
+        occ = self.index.occurrences(name)
+        if occ is None:
+            return []
+        cands = []
+        for rel, line in occ:
+            src = self.index.source(rel)
+            if src is not None:
+                cands.append((src, line))
+        defs = self._defines(name, cands)
+        return _nearest(defs, near.rel)
+
+    def _defines(self, name, cands) -> list:
+        pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
+        out = []
+        for src, line in cands:
+            if pat.match(src.line_bytes(line)):
+                span = src._define_span(line)
+                if span:
+                    out.append((src, span[0], span[1]))
+        return out
+
+    def macro_chunk(self, src: SourceFile, first: int, last: int):
+        """A #define parsed as a function whose body is the macro's replacement text.
+
+        The '#define NAME(params)' head becomes 'void NAME(params){' padded to the same width and
+        every continuation backslash a blank, so rows and columns still match the file.
+        """
+        key = (src.rel, first)
+        got = self._macro_chunks.get(key)
+        if got is not None:
+            return got
+        raw = src.slice(first, last).decode("utf-8", "replace")
+        m = re.match(r"(\s*#\s*define\s+)([A-Za-z_]\w*)(\(([^)]*)\))?", raw)
+        if not m:
+            return None
+        name, params = m.group(2), m.group(4)
+        plist = [p.strip() for p in params.split(",")] if params is not None else None
+        cparams = ", ".join("long " + (p[:-3] if p.endswith("...") else ("__va" if p == "..." else p))
+                            for p in (plist or []) if p) or "void"
+        head = f"void {name}({cparams}){{"
+        body = raw[m.end():]
+        body = re.sub(r"\\\n", " \n", body).replace("##", "  ").replace("__VA_ARGS__", "__va       ")
+        width = m.end()
+        if len(head) < width:
+            head = head + " " * (width - len(head))
+        synthetic = (head + body.rstrip("\n") + "\n;}\n").encode()
+        chunk = Chunk(src, first, last)
+        chunk.tree = parser.parse(synthetic)
+        chunk.macro_kind = "macro"
+        chunk.macro_params = [(p[:-3] if p.endswith("...") else ("__va" if p == "..." else p))
+                              for p in (plist or [])]
+        chunk.macro_is_function = plist is not None
+        chunk.shifted = len(head) != width  # columns on the first line are not exact
+        self._macro_chunks[key] = chunk
+        return chunk
+
+    def macro_body_scope(self, chunk) -> Optional[Scope]:
+        for _, caps in parser.matches("functions", chunk.root):
+            return scope_of(chunk, caps["fn"].child_by_field_name("body"))
+        return None
+
+    def macro_value_node(self, chunk):
+        """The replacement text of an object-like or function-like macro as one expression."""
+        scope = self.macro_body_scope(chunk)
+        if scope is None:
+            return None, None
+        body = scope.node.child_by_field_name("body")
+        stmts = [c for c in body.named_children if c.type != "comment"]
+        if stmts and stmts[0].type == "expression_statement" and stmts[0].named_children:
+            return stmts[0].named_children[0], scope
+        return None, scope
+
+    def macro_call(self, name, args, scope, depth, seen, expand_params) -> Optional[Value]:
+        """A function-like macro used in an expression: its body with arguments bound."""
+        for src, first, last in self.macro_definitions(name, scope.src)[:4]:
+            chunk = self.macro_chunk(src, first, last)
+            if chunk is None or not chunk.macro_is_function:
+                continue
+            expr, mscope = self.macro_value_node(chunk)
+            if expr is None:
+                continue
+            inner = self.resolve(expr, mscope, depth, seen, expand_params=False)
+            bound = [self.resolve(a, scope, depth, seen, expand_params) for a in args]
+
+            def bind(p: Param) -> Value:
+                if p.function == name and 0 <= p.index < len(bound):
+                    return bound[p.index]
+                return p
+            step = self.step_at(src, first, f"macro {name}() expands to '{_short(parser.text(expr))}'")
+            return Alt(step, (substitute(inner, bind),), "")
+        return None
+
+    # -- identifiers -------------------------------------------------------------------------
+    def _identifier(self, node, scope: Scope, depth, seen, expand_params) -> Value:
+        name = parser.text(node)
+        if name in CPU_COUNT_NAMES:
+            return CpuCount(self._step(scope, node, f"CPU count {name}"), name)
+        if name in CPU_COUNT_STATIC:
+            return CpuCount(self._step(scope, node, f"CPU count {name} (CONFIG_NR_CPUS, "
+                                                    f"{CPU_COUNT_STATIC[name]} on distribution kernels)"),
+                            name, CPU_COUNT_STATIC[name])
+        if scope.kind in ("function", "macro"):
+            idx = scope.param_index(name)
+            if idx >= 0:
+                param = Param(self._step(scope, node, f"'{name}' is parameter {idx + 1} of {scope.name}()"),
+                              scope.name, idx, name)
+                if expand_params and scope.kind == "function":
+                    return self.expand_param(param, scope, depth + 1, seen)
+                return param
+            if name in scope.local_decls():
+                return self._local(name, node, scope, depth, seen, expand_params)
+        return self.symbol(name, scope, depth + 1, seen)
+
+    def _local(self, name, use, scope: Scope, depth, seen, expand_params) -> Value:
+        key = ("local", scope.src.rel, scope.chunk.first_line, scope.node.start_byte, name, use.start_byte)
+        if key in seen:
+            return Unknown(None, f"'{name}' depends on itself")
+        seen = seen | {key}
+        body = scope.node.child_by_field_name("body")
+        defs = []  # (node, rhs, op)
+        for _, caps in parser.matches("assignments", body):
+            if "assign" in caps:
+                left = caps["assign.left"]
+                if left.type == "identifier" and parser.text(left) == name:
+                    op = parser.text(caps["assign"].child_by_field_name("operator"))
+                    defs.append((caps["assign"], caps["assign.right"], op))
+            elif "decl" in caps:
+                if declarator_name(caps["decl.declarator"]) == name:
+                    defs.append((caps["decl"], caps["decl.value"], "="))
+        before = [d for d in defs if d[0].end_byte <= use.start_byte
+                  and not (d[0].start_byte <= use.start_byte < d[0].end_byte)]
+        if not before:
+            before = [d for d in defs if not (d[0].start_byte <= use.start_byte < d[0].end_byte)]
+        if not before:
+            return Unknown(self._step(scope, use, f"local '{name}' is never assigned here"),
+                           f"local '{name}' without assignment")
+        live = _kill(before, use)
+        options = []
+        for node, rhs, op in live[-MAX_OPTIONS:]:
+            rhs_value = self.resolve(rhs, scope, depth + 1, seen, expand_params)
+            if op != "=":
+                prev = self._local(name, node, scope, depth + 1, seen, expand_params)
+                rhs_value = Op(None, op[:-1], (prev, rhs_value))
+            options.append(Alt(self._step(scope, node, f"local '{name}' = '{_short(parser.text(rhs))}'"),
+                               (rhs_value,), ""))
+        if len(options) == 1:
+            return options[0]
+        return Alt(None, tuple(options), f"{len(options)} assignments to '{name}'")
+
+    def expand_param(self, param: Param, scope: Scope, depth, seen) -> Value:
+        """A parameter of a function that is not the allocation's own: every caller's argument."""
+        key = ("param", scope.src.rel, param.function, param.index)
+        if key in seen:
+            return Unknown(param.step, f"parameter '{param.name}' depends on itself")
+        seen = seen | {key}
+        options = []
+        for call, cscope in self.call_sites(param.function, scope.src, scope.static):
+            args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+            if param.index >= len(args):
+                continue
+            if not (related(cscope.src.rel, self.home) or related(cscope.src.rel, scope.src.rel)):
+                continue  # a caller in an unrelated subsystem of a shared helper
+            arg = args[param.index]
+            val = self.resolve(arg, cscope, depth + 1, seen, expand_params=True)
+            options.append(Alt(self._step(cscope, call, f"{param.function}() called with "
+                                                        f"'{param.name}' = '{_short(parser.text(arg))}'"),
+                               (val,), ""))
+            if len(options) >= MAX_OPTIONS:
+                break
+        if not options:
+            return Unknown(param.step, f"no caller of {param.function}() found")
+        return Alt(param.step, tuple(options), f"{len(options)} callers of {param.function}()")
+
+    def call_sites(self, name: str, near: SourceFile, static: bool) -> list:
+        """[(call node, Scope)] of calls to name: in near's file when static, else in the tree."""
+        if static:
+            occs = [(near.rel, ln) for ln in _word_lines(near, name)]
+        else:
+            occs = self.index.occurrences(name)
+            if occs is None:
+                return []
+        out = []
+        done = set()
+        call_pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
+        for rel, line in occs:
+            src = near if rel == near.rel else self.index.source(rel)
+            if src is None or not call_pat.search(src.line_bytes(line)):
+                continue
+            if src._define_span(line):
+                chunk = self.macro_chunk(src, *src._define_span(line))
+                if chunk is None:
+                    continue
+            else:
+                chunk = src.chunk_at(line)
+            for call in calls_named(chunk, name, line):
+                if (rel, call.start_byte, chunk.first_line) in done:
+                    continue
+                done.add((rel, call.start_byte, chunk.first_line))
+                out.append((call, scope_of(chunk, call)))
+        return out
+
+    # -- globals, enumerators, macros ----------------------------------------------------
+    def symbol(self, name: str, scope: Scope, depth, seen) -> Value:
+        key = ("sym", name)
+        if key in seen:
+            return Unknown(None, f"'{name}' depends on itself")
+        local = _word_lines(scope.src, name)
+        ckey = (scope.src.rel if local else "", name)
+        cached = self._symbol_cache.get(ckey)
+        if cached is not None:
+            return cached
+        seen = seen | {key}
+        value = self._symbol_in(name, scope.src, [(scope.src, ln) for ln in local], depth, seen, scope)
+        if value is None:
+            occ = self.index.occurrences(name)
+            if occ is None:
+                return Unknown(None, f"'{name}' not looked up yet")
+            cands = []
+            for rel, line in occ:
+                if rel == scope.src.rel:
+                    continue
+                src = self.index.source(rel)
+                if src is not None:
+                    cands.append((src, line))
+            value = self._symbol_in(name, scope.src, cands, depth, seen, scope, tree_wide=True)
+        if value is None:
+            value = Unknown(None, f"'{name}' not defined in the tree")
+        self._symbol_cache[ckey] = value
+        return value
+
+    def _symbol_in(self, name, near, cands, depth, seen, use_scope, tree_wide=False) -> Optional[Value]:
+        nb = re.escape(name.encode())
+        define_re = re.compile(rb"^\s*#\s*define\s+" + nb + rb"\b")
+        enum_re = re.compile(rb"^\s*" + nb + rb"\s*(=|,|$|/\*)")
+        assign_re = re.compile(rb"(?<![.>\w])" + nb + rb"\s*(\[[^\]]*\])?\s*(=(?!=)|\|=|\+=)")
+        param_re = re.compile(rb"\bmodule_param(_named)?\s*\(\s*(" + nb + rb"\s*,|\w+\s*,\s*" + nb + rb"\s*,)")
+        defines, enums, assigns, tunable = [], [], [], None
+        for src, line in cands:
+            text = src.line_bytes(line)
+            if define_re.match(text):
+                defines.append((src, line))
+            elif param_re.search(text):
+                tunable = (src, line)
+            elif enum_re.match(text) or assign_re.search(text):
+                if enum_re.match(text):
+                    enums.append((src, line))
+                if assign_re.search(text):
+                    assigns.append((src, line))
+        for src, line, _ in _nearest([(s, ln, ln) for s, ln in enums], near.rel):
+            val = self._enumerator(name, src, line, depth, seen)
+            if val is not None:
+                return val
+        if defines:
+            for src, first, last in _nearest([(s, *s._define_span(ln)) for s, ln in defines], near.rel)[:1]:
+                chunk = self.macro_chunk(src, first, last)
+                if chunk is None or chunk.macro_is_function:
+                    continue
+                expr, mscope = self.macro_value_node(chunk)
+                step = self.step_at(src, first, f"macro {name} = '{_short(_define_value(src, first, last))}'")
+                if expr is None:
+                    return Unknown(step, f"macro {name} is not an expression")
+                # A macro expands where it is used: resolve its text in the user's scope.
+                val = self.resolve(_Rebased(expr), use_scope, depth, seen) if False else \
+                    self.resolve(expr, mscope, depth, seen)
+                return Alt(step, (val,), "")
+        if not assigns:
+            return None
+        options = []
+        for src, line in assigns:
+            if tree_wide and _is_static_decl(src, line, name):
+                continue
+            for node, rhs, where in self._global_defs(name, src, line):
+                val = self.resolve(rhs, where, depth, seen, expand_params=True)
+                options.append(Alt(self.step_at(src, line, f"'{name}' = '{_short(parser.text(rhs))}'"), (val,), ""))
+        if not options:
+            return None
+        value = options[0] if len(options) == 1 else Alt(None, tuple(options[:MAX_OPTIONS]), f"{len(options)} assignments to '{name}'")
+        if tunable:
+            src, line = tunable
+            return Tunable(self.step_at(src, line, f"'{name}' is a module parameter: the default can be changed at load time"),
+                           value, f"module parameter '{name}'")
+        return value
+
+    def _enumerator(self, name, src, line, depth, seen) -> Optional[Value]:
+        chunk = src.chunk_at(line)
+        for _, caps in parser.matches("defines", chunk.root):
+            if "enum" not in caps or parser.text(caps["enum.name"]) != name:
+                continue
+            enum = caps["enum"]
+            if chunk.line_of(enum) != line:
+                continue
+            val_node = caps.get("enum.value")
+            step = self.step_at(src, line, f"enumerator {name}")
+            if val_node is not None:
+                return Alt(step, (self.resolve(val_node, Scope(src, chunk), depth, seen),), "")
+            prev = enum.prev_named_sibling
+            while prev is not None and prev.type != "enumerator":
+                prev = prev.prev_named_sibling
+            if prev is None:
+                return Alt(step, (Const(None, 0),), "")
+            pname = parser.text(prev.child_by_field_name("name"))
+            return Alt(step, (Op(None, "+", (self._enumerator(pname, src, chunk.line_of(prev), depth + 1, seen)
+                                             or Unknown(None, pname), Const(None, 1))),), "")
+        return None
+
+    def _global_defs(self, name, src, line):
+        chunk = src.chunk_at(line)
+        for _, caps in parser.matches("assignments", chunk.root):
+            if "assign" in caps:
+                left = caps["assign.left"]
+                if left.type == "identifier" and parser.text(left) == name and chunk.line_of(left) == line:
+                    yield caps["assign"], caps["assign.right"], scope_of(chunk, left)
+            elif "decl" in caps:
+                d = caps["decl.declarator"]
+                if declarator_name(d) == name and chunk.line_of(d) == line:
+                    sc = scope_of(chunk, d)
+                    if sc.kind == "file":
+                        yield caps["decl"], caps["decl.value"], sc
+
+    # -- struct fields ---------------------------------------------------------------------
+    def _field(self, node, scope: Scope, depth, seen, expand_params) -> Value:
+        fname = parser.text(node.child_by_field_name("field"))
+        base = node.child_by_field_name("argument")
+        base_text = parser.text(base)
+        lhs_text = _norm(parser.text(node))
+        base_type = self.type_of(base, scope)
+        # Fields of a local object assigned in this function: those assignments decide.
+        if scope.node is not None and base is not None and base.type == "identifier" \
+                and parser.text(base) in scope.local_decls():
+            body = scope.node.child_by_field_name("body")
+            defs = []
+            for _, caps in parser.matches("assignments", body):
+                if "assign" in caps and _norm(parser.text(caps["assign.left"])) == lhs_text \
+                        and caps["assign"].end_byte <= node.start_byte:
+                    defs.append(caps)
+            if defs:
+                opts = []
+                for caps in defs[-MAX_OPTIONS:]:
+                    rhs = caps["assign.right"]
+                    val = self.resolve(rhs, scope, depth + 1, seen, expand_params)
+                    opts.append(Alt(self._step(scope, caps["assign"], f"'{lhs_text}' = '{_short(parser.text(rhs))}'"),
+                                    (val,), ""))
+                return opts[0] if len(opts) == 1 else Alt(None, tuple(opts), f"{len(opts)} assignments to '{lhs_text}'")
+        return self.field_values(fname, base_type, scope.src, depth + 1, seen,
+                                 self._step(scope, node, f"'{base_text}' field '{fname}'"))
+
+    def type_of(self, base, scope: Scope) -> Optional[str]:
+        """The struct (or typedef) name of a field access's base, when this scope declares it."""
+        if base is None:
+            return None
+        if base.type == "identifier":
+            name = parser.text(base)
+            decl = scope.local_decls().get(name)
+            if decl:
+                return struct_type_name(decl[1])
+            ptypes = scope.param_types()
+            if name in ptypes:
+                return struct_type_name(ptypes[name])
+        return None
+
+    def field_values(self, fname, base_type, near, depth, seen, use_step) -> Value:
+        key = ("field", fname, base_type)
+        if key in seen:
+            return Unknown(use_step, f"field '{fname}' depends on itself")
+        ckey = (fname, base_type, near.rel, self.home)
+        cached = self._field_cache.get(ckey)
+        if cached is not None:
+            return cached
+        seen = seen | {key}
+        occ = self.index.occurrences(fname)
+        if occ is None:
+            return Unknown(use_step, f"field '{fname}' not looked up yet")
+        fb = re.escape(fname.encode())
+        line_re = re.compile(rb"(->|\.)\s*" + fb + rb"\s*(=(?!=)|\|=|\+=|-=)|^\s*\." + fb + rb"\s*=")
+        options = []
+        for rel, line in occ:
+            src = self.index.source(rel)
+            if src is None or not line_re.search(src.line_bytes(line)):
+                continue
+            chunk = src.chunk_at(line)
+            for node, rhs, sc, typ in self._field_defs(fname, chunk, line):
+                # Same struct type when both sides declare it; an undeclared side only
+                # counts within the same subsystem directory.
+                if base_type and typ:
+                    if typ != base_type:
+                        continue
+                elif not related(rel, near.rel):
+                    continue
+                if not (related(rel, self.home) or related(rel, near.rel)):
+                    continue
+                val = self.resolve(rhs, sc, depth + 1, seen, expand_params=True)
+                options.append(Alt(self.step_at(src, line, f"field '{fname}' = '{_short(parser.text(rhs))}'"), (val,), ""))
+            if len(options) >= MAX_OPTIONS:
+                break
+        if not options:
+            value = Unknown(use_step, f"no assignment to field '{fname}' found")
+        else:
+            value = Alt(use_step, tuple(options), f"{len(options)} assignments to field '{fname}'")
+        self._field_cache[ckey] = value
+        return value
+
+    def _field_defs(self, fname, chunk, line):
+        for _, caps in parser.matches("assignments", chunk.root):
+            if "assign" in caps:
+                left = caps["assign.left"]
+                if left.type == "field_expression" and chunk.line_of(left) == line \
+                        and parser.text(left.child_by_field_name("field")) == fname:
+                    sc = scope_of(chunk, left)
+                    yield caps["assign"], caps["assign.right"], sc, self.type_of(left.child_by_field_name("argument"), sc)
+            elif "init" in caps:
+                if parser.text(caps["init.field"]) == fname and chunk.line_of(caps["init.field"]) == line:
+                    sc = scope_of(chunk, caps["init"])
+                    yield caps["init"], caps["init.value"], sc, _initializer_type(caps["init"])
+
+
+class _Rebased:  # placeholder kept out of use; see symbol()
+    pass
+
+
+def _initializer_type(pair) -> Optional[str]:
+    cur = pair.parent
+    while cur is not None and cur.type not in ("declaration", "compound_literal_expression"):
+        cur = cur.parent
+    if cur is None:
+        return None
+    t = cur.child_by_field_name("type")
+    return struct_type_name(parser.text(t)) if t is not None else None
+
+
+def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:
+    out = []
+    for _, caps in parser.matches("calls", chunk.root):
+        if parser.text(caps["call.name"]) != name:
+            continue
+        if line is not None and chunk.line_of(caps["call.name"]) != line:
+            continue
+        out.append(caps["call"])
+    return out
+
+
+def _kill(defs, use) -> list:
+    """Drop assignments overwritten by a later one in the same block before use."""
+    live = []
+    for i, (node, rhs, op) in enumerate(defs):
+        block = _block_of(node)
+        later = [d for d in defs[i + 1:] if _block_of(d[0]) == block and d[2] == "="
+                 and block is not None and _encloses(block, use)]
+        if later:
+            continue
+        live.append((node, rhs, op))
+    return live
+
+
+def _block_of(node):
+    cur = node.parent
+    while cur is not None and cur.type not in ("compound_statement",):
+        if cur.type in ("if_statement", "for_statement", "while_statement", "do_statement",
+                        "switch_statement", "case_statement", "conditional_expression",
+                        "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"):
+            return ("cond", cur.start_byte, cur.end_byte)
+        cur = cur.parent
+    return ("block", cur.start_byte, cur.end_byte) if cur is not None else None
+
+
+def _encloses(block, node) -> bool:
+    return block[1] <= node.start_byte < block[2]
+
+
+def _word_lines(src: SourceFile, name: str) -> list:
+    b = name.encode()
+    if b not in src.data:
+        return []
+    pat = re.compile(rb"\b" + re.escape(b) + rb"\b")
+    return sorted({src.line_at(m.start()) for m in pat.finditer(src.data)})
+
+
+def _nearest(defs, rel: str) -> list:
+    """Definitions ordered: same file, same directory, include/ headers, elsewhere."""
+    directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+    def rank(d):
+        r = d[0].rel
+        if r == rel:
+            return 0
+        if directory and r.startswith(directory + "/") and "/" not in r[len(directory) + 1:]:
+            return 1
+        if r.startswith(("include/", "<wqlint>/")):
+            return 2 if not r.startswith("<wqlint>/") else 4
+        if directory and r.startswith(directory.rsplit("/", 1)[0] + "/"):
+            return 3
+        return 5
+    ranked = sorted(defs, key=rank)
+    if ranked and rank(ranked[0]) == 5:
+        return []  # only unrelated definitions elsewhere in the tree: do not guess
+    return [d for d in ranked if rank(d) == rank(ranked[0])] if ranked else []
+
+
+def _is_static_decl(src: SourceFile, line: int, name: str) -> bool:
+    return bool(re.match(rb"\s*static\b.*\b" + re.escape(name.encode()) + rb"\b", src.line_bytes(line)))
+
+
+def _define_value(src, first, last) -> str:
+    raw = src.slice(first, last).decode("utf-8", "replace")
+    raw = re.sub(r"\\\n", " ", raw)
+    m = re.match(r"\s*#\s*define\s+[A-Za-z_]\w*(\([^)]*\))?", raw)
+    return raw[m.end():].strip() if m else raw.strip()
+
+
+def _has_pending(value: Value) -> bool:
+    from wqlint.scan.values import walk
+    return any(isinstance(v, Unknown) and v.why.endswith("not looked up yet") for v in walk(value))
+
+
+def related(a: str, b: str) -> bool:
+    """Are two files part of the same subsystem?
+
+    Same directory, one directory inside the other, or siblings one level apart
+    (fs/btrfs and fs/btrfs/tests; not drivers/net/ethernet/x and drivers/net/ethernet/y).
+    Values found through a shared layer (a PCI helper, a core header) in an unrelated
+    driver say nothing about this driver's call, so such paths are not followed.
+    """
+    da, db = a.split("/")[:-1], b.split("/")[:-1]
+    if da == db:
+        return True
+    n = 0
+    while n < min(len(da), len(db)) and da[n] == db[n]:
+        n += 1
+    if n < 2:
+        return False
+    return n == len(da) or n == len(db)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,0 +1,77 @@
+"""A resolved allocation site: what the checks see."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from wqlint.scan.values import Value, evaluate
+
+
+@dataclass
+class Site:
+    entry: str  # the name called at the reported location: alloc_workqueue or a wrapper
+    path: str
+    line: int
+    col: int
+    end_col: int
+    flags: Value
+    max_active: Value
+    prefix: list  # Steps from the reported call inward to the alloc_workqueue() call
+    via: list = field(default_factory=list)  # wrapper names, outermost first
+    suppressed: frozenset = frozenset()  # rule ids suppressed by a comment at the call
+
+
+@dataclass(frozen=True)
+class FlagBits:
+    """WQ_* values as the scanned tree defines them (0 when it does not)."""
+
+    unbound: int
+    percpu: int
+    bh: int
+    sysfs: int
+    ordered: int
+    legacy: int
+
+
+@dataclass
+class FlagInfo:
+    values: set
+    complete: bool
+    unbound: str  # yes | no | some | unknown
+    ordered: bool
+    legacy: bool
+    affinity_missing: bool  # some value has neither WQ_PERCPU, WQ_UNBOUND nor WQ_BH
+    sysfs: bool
+
+
+def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
+    values, complete = evaluate(flags, 1)
+    if not values:
+        return FlagInfo(values, False, "unknown", False, False, False, False)
+    with_unbound = [bool(v & bits.unbound) for v in values]
+    if all(with_unbound):
+        unbound = "yes"
+    elif any(with_unbound):
+        unbound = "some"
+    else:
+        unbound = "no" if complete else "unknown"
+    return FlagInfo(
+        values=values, complete=complete, unbound=unbound,
+        ordered=bool(bits.ordered) and all(v & bits.ordered for v in values),
+        legacy=bool(bits.legacy) and any(v & bits.legacy for v in values),
+        affinity_missing=bool(bits.percpu) and complete and any(
+            not (v & (bits.percpu | bits.unbound | bits.bh)) for v in values),
+        sysfs=any(v & bits.sysfs for v in values),
+    )
+
+
+@dataclass
+class CheckContext:
+    catalogue: object
+    version: tuple
+    version_source: str
+    bits: FlagBits
+    has_percpu: bool
+    api_header: Optional[str]  # where alloc_workqueue() is declared: the API's own values
+    ncpus: int = 96  # the machine the messages describe
+    max_cpus: int = 512  # the largest machine max-active-over-limit considers

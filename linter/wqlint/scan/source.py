@@ -1,0 +1,172 @@
+"""Reading source files safely, and cutting them into parseable chunks.
+
+Kernel files are large and full of macros tree-sitter cannot parse; parsing a whole file to
+look at one call is both slow and needlessly exposed to ERROR nodes elsewhere. A *chunk* is
+the top-level region around a line: from after the previous line that closes a top-level
+block (a '}' in column 0) to the next one, or the lines of a multi-line #define. Chunks are
+parsed on demand and cached.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from wqlint.scan import parser
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_CHUNK_LINES = 4000
+_DEFINE_RE = re.compile(rb"^\s*#\s*define\b")
+
+
+class SourceError(Exception):
+    """A file that cannot be used as C source; str() is the one-line problem."""
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of a C file, or SourceError saying why it cannot be read as one."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise SourceError("no such file") from None
+    except IsADirectoryError:
+        raise SourceError("is a directory") from None
+    except PermissionError:
+        raise SourceError("permission denied") from None
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc)) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SourceError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, not read")
+    if b"\0" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SourceError(f"line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x})") from None
+    return data
+
+
+@dataclass(eq=False)
+class Chunk:
+    source: "SourceFile"
+    first_line: int  # 1-based line of the chunk's first line in the file
+    last_line: int
+    tree: object = None
+
+    @property
+    def root(self):
+        if self.tree is None:
+            self.tree = parser.parse(self.source.slice(self.first_line, self.last_line))
+        return self.tree.root_node
+
+    def line_of(self, node) -> int:
+        return self.first_line + node.start_point[0]
+
+    def col_of(self, node) -> int:
+        """1-based character column of node's start."""
+        row = node.start_point[0]
+        line = self.source.line_bytes(self.first_line + row)
+        return len(line[: node.start_point[1]].decode("utf-8", "replace")) + 1
+
+    def end_col_of(self, node) -> int:
+        row = node.end_point[0]
+        line = self.source.line_bytes(self.first_line + row)
+        return len(line[: node.end_point[1]].decode("utf-8", "replace"))
+
+
+@dataclass(eq=False)
+class SourceFile:
+    rel: str  # path relative to the tree root, '/' separators
+    data: bytes
+    _starts: list = field(default_factory=list)
+    _chunks: dict = field(default_factory=dict)
+    _closers: Optional[list] = None
+
+    def __post_init__(self):
+        starts = [0]
+        find = self.data.find
+        pos = find(b"\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find(b"\n", pos + 1)
+        self._starts = starts
+
+    @property
+    def nlines(self) -> int:
+        return len(self._starts) - (1 if self.data.endswith(b"\n") else 0)
+
+    def line_bytes(self, line: int) -> bytes:
+        if line < 1 or line > len(self._starts):
+            return b""
+        start = self._starts[line - 1]
+        end = self._starts[line] - 1 if line < len(self._starts) else len(self.data)
+        return self.data[start:end]
+
+    def line_text(self, line: int) -> str:
+        return self.line_bytes(line).decode("utf-8", "replace")
+
+    def slice(self, first: int, last: int) -> bytes:
+        start = self._starts[first - 1]
+        end = self._starts[last] if last < len(self._starts) else len(self.data)
+        return self.data[start:end]
+
+    def line_at(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset)
+
+    def _closer_lines(self) -> list:
+        if self._closers is None:
+            self._closers = [self.line_at(m.start()) for m in re.finditer(rb"(?m)^\}", self.data)]
+        return self._closers
+
+    def chunk_at(self, line: int) -> Chunk:
+        """The chunk holding line: its #define, or its top-level block."""
+        first, last = self._define_span(line) or self._block_span(line)
+        key = (first, last)
+        chunk = self._chunks.get(key)
+        if chunk is None:
+            chunk = self._chunks[key] = Chunk(self, first, last)
+        return chunk
+
+    def whole(self) -> Chunk:
+        return self.chunk_at_span(1, max(1, self.nlines))
+
+    def chunk_at_span(self, first: int, last: int) -> Chunk:
+        key = (first, last)
+        chunk = self._chunks.get(key)
+        if chunk is None:
+            chunk = self._chunks[key] = Chunk(self, first, last)
+        return chunk
+
+    def _define_span(self, line: int):
+        start = line
+        while start > 1 and self.line_bytes(start - 1).rstrip().endswith(b"\\"):
+            start -= 1
+        if not _DEFINE_RE.match(self.line_bytes(start)):
+            return None
+        end = line
+        while self.line_bytes(end).rstrip().endswith(b"\\") and end < self.nlines:
+            end += 1
+        return start, end
+
+    def _block_span(self, line: int):
+        closers = self._closer_lines()
+        i = bisect.bisect_left(closers, line)
+        first = closers[i - 1] + 1 if i > 0 else 1
+        last = closers[i] if i < len(closers) else max(line, self.nlines)
+        if last - first > MAX_CHUNK_LINES:  # not kernel style: fall back to a window
+            first = max(first, line - MAX_CHUNK_LINES // 2)
+            last = min(last, line + MAX_CHUNK_LINES // 2)
+        return first, last
+
+
+def is_c_source(name: str) -> bool:
+    return name.endswith((".c", ".h"))
+
+
+def relpath(path: Path, root: Path) -> str:
+    return os.path.relpath(path, root).replace(os.sep, "/")
