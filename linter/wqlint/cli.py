@@ -1,0 +1,133 @@
+"""The wqlint command line. No analysis here: parse options, call an engine, format, exit."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import click
+
+from wqlint import __version__, catalogue as catalogue_mod, kversion
+from wqlint.formatters import FORMATS
+
+
+def _load_catalogue(path):
+    try:
+        return catalogue_mod.load(path)
+    except catalogue_mod.CatalogueError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _version(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return kversion.parse_version(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="wqlint")
+def main():
+    """Find misuse of alloc_workqueue() max_active and flags in a Linux kernel tree."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False))
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
+@click.option("--engine", type=click.Choice(["tree-sitter", "coccinelle"]), default="tree-sitter", show_default=True)
+@click.option("--kernel-version", callback=_version, help="Semantics of this version (default: the tree's Makefile).")
+@click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
+              help="CPU count of the machine the messages describe.")
+@click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
+              help="Largest machine max-active-over-limit considers.")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
+              help="Rule catalogue [rules.yaml].")
+@click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
+def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, progress):
+    """Scan PATHS (files or directories of a kernel tree) and report findings.
+
+    Exit status: 0 clean, 1 findings, 2 usage or catalogue error, 3 some input could not be
+    processed.
+    """
+    cat = _load_catalogue(rules_path)
+    jobs = jobs or os.cpu_count() or 1
+    show_progress = sys.stderr.isatty() if progress is None else progress
+    started = time.monotonic()
+
+    def report_progress(msg):
+        if show_progress:
+            click.echo(f"\r\033[Kwqlint: {msg} ({time.monotonic() - started:.1f}s)", err=True, nl=False)
+
+    if engine == "coccinelle":
+        from wqlint import cocci
+        report = cocci.scan(paths, cat, jobs=jobs, kernel_version=kernel_version)
+    else:
+        from wqlint.scan.engine import UsageError, scan as ts_scan
+        try:
+            report = ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
+                             ncpus=cpus, max_cpus=max_cpus, progress=report_progress)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+    if show_progress:
+        click.echo("\r\033[K", err=True, nl=False)
+    text = FORMATS[fmt](report, cat)
+    if output:
+        _write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    for note in report.notes:
+        click.echo(f"wqlint: {note}", err=True)
+    for err in report.errors:
+        click.echo(str(err), err=True)
+    sys.exit(report.exit_code())
+
+
+def _write_atomic(path, text):
+    import tempfile
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".wqlint-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@main.command()
+@click.argument("rule_id", required=False)
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None)
+def explain(rule_id, rules_path):
+    """Print a rule's documentation (or list the rules)."""
+    cat = _load_catalogue(rules_path)
+    if rule_id is None:
+        for rule in cat.rules:
+            click.echo(f"{rule.id:32} {rule.severity:8} {rule.message}")
+        return
+    try:
+        click.echo(cat[rule_id].doc_text(), nl=False)
+    except KeyError:
+        raise click.UsageError(f"unknown rule '{rule_id}' (known: {', '.join(cat.ids())})") from None
+
+
+@main.command("rules")
+@click.option("--markdown", is_flag=True, help="The README's rule table.")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None)
+def rules_cmd(markdown, rules_path):
+    """List the rules of the catalogue."""
+    cat = _load_catalogue(rules_path)
+    if not markdown:
+        for rule in cat.rules:
+            click.echo(f"{rule.id:32} {rule.severity:8} {rule.message}")
+        return
+    click.echo("| rule | severity | fix | message |")
+    click.echo("|---|---|---|---|")
+    for rule in cat.rules:
+        click.echo(f"| `{rule.id}` | {rule.severity} | {rule.fix_safety} | {rule.message} |")

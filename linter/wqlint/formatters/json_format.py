@@ -1,0 +1,17 @@
+"""A JSON document: the kernel version used and every finding with its chain."""
+from __future__ import annotations
+
+import json
+
+from wqlint import kversion
+
+
+def format(report, catalogue) -> str:
+    doc = {
+        "root": report.root,
+        "kernel_version": kversion.show(report.kernel_version),
+        "kernel_version_source": report.kernel_version_source,
+        "findings": [f.to_dict() for f in report.findings],
+        "errors": [{"path": e.path, "problem": e.problem} for e in report.errors],
+    }
+    return json.dumps(doc, indent=2) + "\n"

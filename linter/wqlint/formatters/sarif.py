@@ -1,0 +1,69 @@
+"""SARIF 2.1.0: rule metadata from rules.yaml, results with partialFingerprints."""
+from __future__ import annotations
+
+import json
+
+from wqlint import __version__, kversion
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVELS = {"error": "error", "warning": "warning", "note": "note"}
+
+
+def _rule(rule) -> dict:
+    return {
+        "id": rule.id,
+        "name": "".join(w.capitalize() for w in rule.id.split("-")),
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {"text": " ".join(rule.docs["what-it-does"].split())},
+        "help": {"text": rule.doc_text(), "markdown": rule.doc_text()},
+        "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        "properties": {"kernel-versions": rule.kernel_versions.text, "fix-safety": rule.fix_safety},
+    }
+
+
+def _location(path, line, col=None, end_col=None, message=None) -> dict:
+    region = {"startLine": line}
+    if col:
+        region["startColumn"] = col
+        if end_col and end_col >= col:
+            region["endColumn"] = end_col + 1
+    loc = {"physicalLocation": {"artifactLocation": {"uri": path, "uriBaseId": "SRCROOT"},
+                                "region": region}}
+    if message:
+        loc["message"] = {"text": message}
+    return loc
+
+
+def format(report, catalogue) -> str:
+    ids = catalogue.ids()
+    results = []
+    for f in report.findings:
+        result = {
+            "ruleId": f.rule_id,
+            "ruleIndex": ids.index(f.rule_id),
+            "level": LEVELS[f.severity],
+            "message": {"text": f.message + (f"\nFix: {f.migration}" if f.migration else "")},
+            "locations": [_location(f.path, f.line, f.col, f.end_col)],
+            "partialFingerprints": {"wqlintFingerprint/v1": f.fingerprint()},
+        }
+        if f.chain:
+            result["codeFlows"] = [{"threadFlows": [{"locations": [
+                {"location": _location(s.path, s.line, message=s.note)} for s in f.chain]}]}]
+        results.append(result)
+    run = {
+        "tool": {"driver": {"name": "wqlint", "version": __version__,
+                            "informationUri": "https://docs.kernel.org/core-api/workqueue.html",
+                            "rules": [_rule(r) for r in catalogue.rules]}},
+        "originalUriBaseIds": {"SRCROOT": {"uri": "file://" + report.root.rstrip("/") + "/"}},
+        "automationDetails": {"id": "wqlint/scan/"},
+        "results": results,
+        "properties": {"kernelVersion": kversion.show(report.kernel_version),
+                       "kernelVersionSource": report.kernel_version_source},
+    }
+    if report.errors:
+        run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": [
+            {"level": "error", "message": {"text": e.problem},
+             "locations": [_location(e.path, 1)]} for e in report.errors]}]
+    else:
+        run["invocations"] = [{"executionSuccessful": True}]
+    return json.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
