@@ -1,0 +1,49 @@
+"""Shared test fixtures.
+
+Tests marked ``kernel`` need a real kernel tree: Debian's linux-source-6.12 (and -6.1),
+unpacked once into $WQLINT_CACHE (default ~/.cache/wqlint) and reused. The project's set-up
+(scripts/setup) installs the packages; a quick local run skips these tests with
+``-m 'not kernel'``; CI runs them all.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CACHE = Path(os.environ.get("WQLINT_CACHE", Path.home() / ".cache" / "wqlint"))
+
+
+def unpacked_kernel(series: str) -> Path:
+    """The tree of Debian's linux-source-SERIES, unpacked once into the cache."""
+    tree = CACHE / "trees" / f"linux-source-{series}"
+    if (tree / "Makefile").is_file() and (tree / ".wqlint-unpacked").is_file():
+        return tree
+    tarball = Path(f"/usr/src/linux-source-{series}.tar.xz")
+    if not tarball.is_file():
+        pytest.skip(f"{tarball} missing: install Debian's linux-source-{series} (scripts/setup does)")
+    tree.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tree.parent / f".unpack-{series}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    subprocess.run(["tar", "-xJf", str(tarball), "-C", str(tmp)], check=True)
+    shutil.rmtree(tree, ignore_errors=True)
+    (tmp / f"linux-source-{series}").rename(tree)
+    tmp.rmdir()
+    (tree / ".wqlint-unpacked").write_text("unpacked from " + str(tarball) + "\n")
+    return tree
+
+
+@pytest.fixture(scope="session")
+def linux_6_12() -> Path:
+    return unpacked_kernel("6.12")
+
+
+@pytest.fixture(scope="session")
+def linux_6_1() -> Path:
+    return unpacked_kernel("6.1")

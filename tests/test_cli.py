@@ -1,0 +1,122 @@
+"""The CLI contract: output formats, exit codes, bad input, the catalogue."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from helpers import run
+
+DEMO = REPO / "examples" / "demo-tree"
+SCHEMA = REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
+
+
+def test_text_format_first_line_is_compiler_style():
+    result = run("scan", DEMO / "fs" / "cryptfs", "--kernel-version", "6.12")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "crypto.c:11:27: warning: WQ_UNBOUND workqueue with max_active derived from a CPU count: "
+        "say whether a global or a per-scope limit is meant (on v6.12 max_active of an unbound "
+        "queue is system-wide (5797b1c18919) but fixed at the num_online_cpus() seen at "
+        "allocation, not updated on CPU hotplug; with 96 CPUs up to 96 in-flight items) "
+        "[unbound-max-active-cpu-count]")
+    assert lines[1] == "    crypto.c:11: alloc_workqueue(flags 'WQ_UNBOUND | WQ_HIGHPRI', max_active 'num_online_cpus()')"
+    assert lines[3] == "    crypto.c:13: CPU count num_online_cpus()"
+
+
+def test_clean_tree_exits_0(tmp_path):
+    (tmp_path / "ok.c").write_text('void f(void) { wq = alloc_workqueue("a", WQ_UNBOUND, 0); }\n')
+    result = run("scan", tmp_path)
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout == ""
+
+
+def test_sarif_is_valid_and_fingerprinted(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    if not SCHEMA.is_file():
+        pytest.skip(f"{SCHEMA} absent: the shared schemas folder sits beside the checkout")
+    out = tmp_path / "out.sarif"
+    result = run("scan", DEMO, "--format", "sarif", "-o", out)
+    assert result.exit_code == 1
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    run0 = doc["runs"][0]
+    assert [r["id"] for r in run0["tool"]["driver"]["rules"]] == [
+        "unbound-max-active-cpu-count", "percpu-max-active-cpu-count", "unbound-max-active-one",
+        "max-active-over-limit", "missing-affinity-flag", "legacy-create-workqueue"]
+    res = run0["results"]
+    prints = [r["partialFingerprints"]["wqlintFingerprint/v1"] for r in res]
+    assert len(set(prints)) == len(prints)
+    again = json.loads(run("scan", DEMO, "--format", "sarif").stdout)["runs"][0]["results"]
+    assert prints == [r["partialFingerprints"]["wqlintFingerprint/v1"] for r in again]
+    first = res[0]["locations"][0]["physicalLocation"]
+    assert first["artifactLocation"]["uri"] == "drivers/accel/qm.c"
+    assert first["region"]["startLine"] == 23
+
+
+def test_output_file_is_written_atomically_and_only_there(tmp_path):
+    out = tmp_path / "report.json"
+    before = set(os.listdir(DEMO))
+    result = run("scan", DEMO, "--format", "json", "-o", out)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert json.loads(out.read_text())["kernel_version"] == "v6.12"
+    assert set(os.listdir(DEMO)) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_explain_prints_the_rule_sections():
+    result = run("explain", "unbound-max-active-one")
+    assert result.exit_code == 0
+    for title in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        assert title in result.stdout
+    assert run("explain", "no-such-rule").exit_code == 2
+
+
+def test_missing_path_is_a_usage_error(tmp_path):
+    result = run("scan", tmp_path / "nope")
+    assert result.exit_code == 2
+    assert "no such file or directory" in result.stderr
+
+
+@pytest.mark.parametrize("name,content,problem", [
+    ("latin1.c", b"/* caf\xe9 */\nvoid f(void) { alloc_workqueue(\"a\", 0, 1); }\n", "line 1: not valid UTF-8 (byte 0xe9)"),
+    ("blob.c", b"\x7fELF\x00\x01alloc_workqueue(", "binary file (contains NUL bytes)"),
+    ("broken.c", b"void f(void) {\n\twq = alloc_workqueue(\"a\", WQ_UNBOUND,\n", "line 2: cannot parse the call to alloc_workqueue()"),
+])
+def test_bad_input_is_one_error_line_and_the_rest_is_scanned(tmp_path, name, content, problem):
+    (tmp_path / name).write_bytes(content)
+    (tmp_path / "good.c").write_text(
+        'void g(void) { wq = alloc_workqueue("b", WQ_UNBOUND, num_online_cpus()); }\n')
+    result = run("scan", tmp_path)
+    assert result.exit_code == 3
+    assert result.stderr.strip().splitlines()[-1] == f"Error: {name}: {problem}"
+    assert "good.c:1:21:" in result.stdout
+
+
+def test_symlink_loop_named_on_the_command_line(tmp_path):
+    loop = tmp_path / "loop.c"
+    loop.symlink_to(loop)
+    result = run("scan", loop)
+    assert result.exit_code == 3
+    assert "Error: " in result.stderr and "symbolic link loop" in result.stderr
+
+
+@pytest.mark.parametrize("edit,problem", [
+    (lambda t: t.replace("severity: warning", "severity: loud", 1), "severity 'loud' is not one of error, warning, note"),
+    (lambda t: t.replace("    severity: warning\n", "    severity: warning\n    colour: red\n", 1), "rule: unknown key 'colour'"),
+    (lambda t: t.replace("id: percpu-max-active-cpu-count", "id: unbound-max-active-cpu-count"), "duplicate rule id 'unbound-max-active-cpu-count'"),
+    (lambda t: t.replace("rules:\n", "rules: [\n", 1), "not valid YAML"),
+    (lambda t: t.replace('kernel-versions: ">=2.6.36"', 'kernel-versions: "soon"', 1), "kernel-versions: bad constraint 'soon'"),
+])
+def test_broken_catalogue_names_file_and_line(tmp_path, edit, problem):
+    bad = tmp_path / "rules.yaml"
+    bad.write_text(edit((REPO / "rules.yaml").read_text()))
+    result = run("scan", DEMO, "--rules", bad)
+    assert result.exit_code == 2
+    line = result.stderr.strip()
+    assert line.startswith(f"Error: {bad}:") and problem in line, line
+    assert line.split(":")[2].strip().isdigit()

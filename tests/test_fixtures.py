@@ -1,0 +1,74 @@
+"""Every annotated fixture: exactly the marked findings, at exactly the marked lines."""
+from __future__ import annotations
+
+import pytest
+
+from annotations import marks
+from conftest import FIXTURES, REPO
+from helpers import scan_json
+
+TREES = [REPO / "examples" / "demo-tree", FIXTURES / "rules"]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_findings_match_marks(tree):
+    doc, result = scan_json(tree, "--kernel-version", "6.12")
+    expected, forbidden = marks(tree)
+    got = {(f["path"], f["line"], f["rule"]) for f in doc["findings"]}
+    assert expected, "fixture has no marks"
+    assert got == expected, f"missing: {sorted(expected - got)}; unexpected: {sorted(got - expected)}"
+    assert not (got & forbidden)
+    assert result.exit_code == 1
+
+
+def test_wrapper_chain_goes_from_call_to_cpu_count():
+    doc, _ = scan_json(REPO / "examples" / "demo-tree", "--kernel-version", "6.12")
+    f = next(f for f in doc["findings"]
+             if f["path"] == "fs/blkfs/disk-io.c" and f["line"] == 13)
+    assert f["rule"] == "unbound-max-active-cpu-count"
+    assert f["column"] == 3
+    assert [(s["path"], s["line"]) for s in f["chain"]] == [
+        ("fs/blkfs/disk-io.c", 13),      # the wrapper call
+        ("fs/blkfs/async-thread.c", 23),  # alloc_workqueue() inside the wrapper
+        ("fs/blkfs/async-thread.c", 20),  # ret->current_active = limit_active
+        ("fs/blkfs/disk-io.c", 13),      # limit_active <- max_active
+        ("fs/blkfs/disk-io.c", 8),       # max_active = fs_info->thread_pool_size
+        ("fs/blkfs/disk-io.c", 22),      # field assigned in another function
+        ("fs/blkfs/disk-io.c", 23),      # num_online_cpus()
+    ]
+    assert f["chain"][-1]["note"] == "CPU count num_online_cpus()"
+    assert "through blkfs_alloc_workqueue()" in f["message"]
+
+
+def test_ifdef_twins_are_both_reported():
+    doc, _ = scan_json(REPO / "examples" / "demo-tree")
+    lines = {f["line"] for f in doc["findings"] if f["path"] == "drivers/accel/qm.c"
+             and f["rule"] == "unbound-max-active-cpu-count"}
+    assert {26, 29} <= lines
+
+
+def test_module_parameter_default_is_not_a_cpu_count():
+    doc, _ = scan_json(REPO / "examples" / "demo-tree")
+    assert not [f for f in doc["findings"] if f["path"] == "drivers/accel/qm.c" and f["line"] == 32]
+
+
+@pytest.mark.parametrize("version,needle", [
+    ("6.1", "per NUMA node"),
+    ("6.6", "per CPU (636b927eba5b)"),
+    ("6.8", "per CPU (636b927eba5b)"),
+    ("6.6.30", "per CPU (636b927eba5b)"),
+    ("6.9", "system-wide (5797b1c18919)"),
+    ("6.12", "system-wide (5797b1c18919)"),
+])
+def test_message_states_the_versions_consequence(version, needle):
+    doc, _ = scan_json(REPO / "examples" / "demo-tree" / "fs" / "cryptfs", "--kernel-version", version)
+    f = next(f for f in doc["findings"] if f["rule"] == "unbound-max-active-cpu-count")
+    assert needle in f["message"]
+    if needle.startswith("per CPU"):
+        assert "with 96 CPUs max_active = 96, up to 96 x 96 = 9216 in-flight items" in f["message"]
+
+
+def test_unbound_one_on_old_kernels_warns_of_the_upgrade():
+    doc, _ = scan_json(REPO / "examples" / "demo-tree" / "lib", "--kernel-version", "6.1")
+    f = next(f for f in doc["findings"] if f["rule"] == "unbound-max-active-one" and f["line"] == 16)
+    assert "still ordered implicitly" in f["message"] and "breaks on upgrade" in f["message"]

@@ -1,0 +1,63 @@
+"""End to end on Debian's kernel source trees, against hand-labelled lists of real sites.
+
+tests/e2e/labels/linux-*.tsv were written by reading the C of each tree (see the header of
+each file and NOTES.md there), independently of the scanner.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO
+from helpers import scan_json
+
+LABELS = REPO / "tests" / "e2e" / "labels"
+CPU_RULES = {"unbound-max-active-cpu-count", "percpu-max-active-cpu-count"}
+
+
+def labels(name):
+    out = {}
+    for line in (LABELS / name).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        loc, rule, origin = line.split("\t")[:3]
+        out[loc] = (rule, origin)
+    return out
+
+
+def check_tree(tree, label_file, version):
+    doc, result = scan_json(tree, "--jobs", "2")
+    assert doc["kernel_version"] == version
+    want = labels(label_file)
+    got = {f"{f['path']}:{f['line']}:{f['column']}": f for f in doc["findings"] if f["rule"] in CPU_RULES}
+    assert sorted(got) == sorted(want), (
+        f"missed: {sorted(set(want) - set(got))}; not labelled: {sorted(set(got) - set(want))}")
+    for loc, (rule, origin) in want.items():
+        f = got[loc]
+        assert f["rule"] == rule, loc
+        chain = [f"{s['path']}:{s['line']}" for s in f["chain"]]
+        assert chain[0] == loc.rsplit(":", 1)[0], (loc, chain)
+        assert origin in chain, (loc, origin, chain)
+        assert f["chain"][-1]["note"].startswith("CPU count "), (loc, f["chain"][-1])
+    return doc
+
+
+@pytest.mark.kernel
+def test_linux_6_12_cpu_count_sites(linux_6_12):
+    doc = check_tree(linux_6_12, "linux-6.12.tsv", "v6.12.117")
+    by_rule = {}
+    for f in doc["findings"]:
+        by_rule.setdefault(f["rule"], []).append(f)
+    # The create_*() macros are found as wrappers of alloc_workqueue(), at their call sites.
+    assert len(by_rule["legacy-create-workqueue"]) > 100
+    assert all(not f["path"].startswith("include/linux/workqueue.h") for f in doc["findings"])
+
+
+@pytest.mark.kernel
+def test_linux_6_1_cpu_count_sites(linux_6_1):
+    doc = check_tree(linux_6_1, "linux-6.1.tsv", "v6.1." + doc_sublevel(linux_6_1))
+    assert not [f for f in doc["findings"] if f["rule"] == "missing-affinity-flag"]  # no WQ_PERCPU in 6.1
+
+
+def doc_sublevel(tree):
+    import re
+    return re.search(r"^SUBLEVEL = (\d+)", (tree / "Makefile").read_text(), re.M).group(1)
