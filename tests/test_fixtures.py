@@ -31,13 +31,16 @@ def test_wrapper_chain_goes_from_call_to_cpu_count():
         ("fs/blkfs/disk-io.c", 13),      # the wrapper call
         ("fs/blkfs/async-thread.c", 23),  # alloc_workqueue() inside the wrapper
         ("fs/blkfs/async-thread.c", 20),  # ret->current_active = limit_active
+        ("fs/blkfs/async-thread.c", 20),  # limit_active is the wrapper's parameter
         ("fs/blkfs/disk-io.c", 13),      # limit_active <- max_active
         ("fs/blkfs/disk-io.c", 8),       # max_active = fs_info->thread_pool_size
+        ("fs/blkfs/disk-io.c", 8),       # fs_info's field thread_pool_size
         ("fs/blkfs/disk-io.c", 22),      # field assigned in another function
         ("fs/blkfs/disk-io.c", 23),      # num_online_cpus()
     ]
     assert f["chain"][-1]["note"] == "CPU count num_online_cpus()"
     assert "through blkfs_alloc_workqueue()" in f["message"]
+    assert "with 96 CPUs up to 8 in-flight items" in f["message"]  # min_t(ncpus + 2, 8)
 
 
 def test_ifdef_twins_are_both_reported():

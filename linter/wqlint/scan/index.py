@@ -117,6 +117,11 @@ class TreeIndex:
         return self._units
 
     def _grep(self, tokens: list):
+        if not self.root.is_dir():
+            return []
+        rg = shutil.which("rg")
+        if rg:
+            return self._ripgrep(rg, tokens)
         units = self._work_units()
         if not units:
             return []
@@ -154,6 +159,29 @@ class TreeIndex:
                         continue
         return out
 
+    def _ripgrep(self, rg: str, tokens: list):
+        """ripgrep walks and searches in parallel: several times less CPU than grep -r."""
+        args = [rg, "-nwF", "--no-heading", "--null", "--no-ignore", "--binary", "--no-messages",
+                "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"]
+        for t in tokens:
+            args += ["-e", t]
+        proc = subprocess.run(args + ["--", "."], cwd=self.root, capture_output=True,
+                              env=dict(os.environ, LC_ALL="C"))
+        out = []
+        for rec in proc.stdout.split(b"\n"):
+            name, sep, rest = rec.partition(b"\0")
+            if not sep:
+                m = re.match(rb"(.*): binary file matches", rec)
+                if m:
+                    self.bad.setdefault(_clean(m.group(1)), "binary file (contains NUL bytes)")
+                continue
+            num, _, content = rest.partition(b":")
+            try:
+                out.append((_clean(name), int(num), content))
+            except ValueError:
+                continue
+        return out
+
     def _grep_error(self, line: str) -> None:
         m = re.match(r"grep: (.*): ([^:]+)$", line)
         if not m:
@@ -187,3 +215,8 @@ class TreeIndex:
                 if not os.path.isdir(unit):
                     break
         return out
+
+
+def _clean(name: bytes) -> str:
+    rel = os.fsdecode(name)
+    return rel[2:] if rel.startswith("./") else rel

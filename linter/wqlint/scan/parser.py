@@ -39,8 +39,22 @@ def query(name: str) -> tree_sitter.Query:
         return language().query(text)
 
 
+_MATCHES: dict = {}
+
+
 def matches(name: str, node: tree_sitter.Node) -> list:
-    """[(pattern_index, {capture: node})] with one node per capture, in document order."""
+    """[(pattern_index, {capture: node})] with one node per capture, in document order.
+
+    Cached per node: chunks and their trees live for the whole run, so a node's id is unique.
+    """
+    key = (name, node.id, node.start_byte, node.end_byte)
+    got = _MATCHES.get(key)
+    if got is None:
+        got = _MATCHES[key] = _matches(name, node)
+    return got
+
+
+def _matches(name: str, node: tree_sitter.Node) -> list:
     q = query(name)
     if hasattr(tree_sitter, "QueryCursor"):
         raw = tree_sitter.QueryCursor(q).matches(node)

@@ -245,8 +245,11 @@ class Resolver:
             mask = parser.text(args[0])
             return CpuCount(self._step(scope, node, f"CPU count {name}({mask})"), f"{name}({mask})")
         if name in MINMAX:
-            op, skip = MINMAX[name]
-            vals = tuple(r(a) for a in args[skip:])
+            op, typed = MINMAX[name]
+            # min_t(type, a, b): the type is not an expression and may parse as several
+            # nodes (unsigned long), so take the value arguments from the end.
+            want = (3 if op == "clamp" else 2) if typed else len(args)
+            vals = tuple(r(a) for a in args[len(args) - want:])
             if op == "clamp" and len(vals) != 3:
                 return Unknown(None, f"{name} with {len(vals)} arguments")
             if op in ("min", "max") and len(vals) > 2:
@@ -803,11 +806,7 @@ def _encloses(block, node) -> bool:
 
 
 def _word_lines(src: SourceFile, name: str) -> list:
-    b = name.encode()
-    if b not in src.data:
-        return []
-    pat = re.compile(rb"\b" + re.escape(b) + rb"\b")
-    return sorted({src.line_at(m.start()) for m in pat.finditer(src.data)})
+    return src.word_lines(name)
 
 
 def _nearest(defs, rel: str) -> list:

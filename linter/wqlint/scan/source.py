@@ -9,6 +9,7 @@ parsed on demand and cached.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -88,13 +89,24 @@ class SourceFile:
     _closers: Optional[list] = None
 
     def __post_init__(self):
+        lengths = [len(line) + 1 for line in self.data.split(b"\n")]
         starts = [0]
-        find = self.data.find
-        pos = find(b"\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find(b"\n", pos + 1)
+        starts.extend(itertools.accumulate(lengths[:-1]))
         self._starts = starts
+        self._words: dict = {}
+
+    def word_lines(self, name: str) -> list:
+        """Lines where name occurs as a whole word (cached)."""
+        got = self._words.get(name)
+        if got is None:
+            b = name.encode()
+            if b not in self.data:
+                got = []
+            else:
+                pat = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(b) + rb"(?![A-Za-z0-9_])")
+                got = sorted({self.line_at(m.start()) for m in pat.finditer(self.data)})
+            self._words[name] = got
+        return got
 
     @property
     def nlines(self) -> int:

@@ -217,13 +217,13 @@ def substitute(value: Value, bind) -> Value:
 
 
 def steps_along(path: list) -> list:
-    """Steps recorded on a path, without repeating the same line twice in a row."""
+    """Steps recorded on a path, without repeating the same step twice in a row."""
     out = []
     for node in path:
         step = node.step
         if step is None:
             continue
-        if out and out[-1].path == step.path and out[-1].line == step.line:
+        if out and out[-1] == step:
             continue
         out.append(step)
     return out
