@@ -41,6 +41,7 @@ class TreeIndex:
         self.extra = dict(extra_files or {})  # rel -> bytes, searched like tree files
         self.exclude = exclude
         self._units = None
+        self._dir_cache: dict = {}
 
     # -- files -------------------------------------------------------------------------
     def source(self, rel: str) -> Optional[SourceFile]:
@@ -54,6 +55,50 @@ class TreeIndex:
             return None
         src = self.files[rel] = SourceFile(rel, data)
         return src
+
+    # -- files of a subsystem ------------------------------------------------------------
+    def dir_files(self, reldir: str, recursive: bool) -> list:
+        """rel paths of the .c/.h files in reldir (and below, when recursive)."""
+        key = (reldir, recursive)
+        got = self._dir_cache.get(key)
+        if got is None:
+            got = []
+            base = self.root / reldir if reldir else self.root
+            if recursive:
+                for dirpath, dirs, names in os.walk(base):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                    for n in sorted(names):
+                        if n.endswith((".c", ".h")):
+                            got.append(relpath(Path(dirpath, n), self.root))
+            else:
+                try:
+                    got = sorted(relpath(Path(e.path), self.root) for e in os.scandir(base)
+                                 if e.name.endswith((".c", ".h")) and e.is_file())
+                except OSError:
+                    got = []
+            self._dir_cache[key] = got
+        return got
+
+    def related_files(self, rel: str) -> list:
+        """The files of rel's subsystem: its directory and everything below it (when the
+        directory is at least two levels deep), and the files directly in its ancestors that
+        are at least two levels deep."""
+        parts = rel.split("/")[:-1]
+        if rel.startswith("<"):
+            return []
+        out = list(self.dir_files("/".join(parts), recursive=len(parts) >= 2))
+        for n in range(len(parts) - 1, 1, -1):
+            out.extend(self.dir_files("/".join(parts[:n]), recursive=False))
+        return out
+
+    def word_occurrences_in(self, files, token: str) -> list:
+        """[(rel, line)] of token as a word in the given files (read on demand)."""
+        out = []
+        for rel in files:
+            src = self.source(rel)
+            if src is not None:
+                out.extend((rel, ln) for ln in src.word_lines(token))
+        return out
 
     # -- occurrences ---------------------------------------------------------------------
     def occurrences(self, token: str) -> Optional[list]:

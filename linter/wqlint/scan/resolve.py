@@ -493,7 +493,7 @@ class Resolver:
             return Unknown(param.step, f"parameter '{param.name}' depends on itself")
         seen = seen | {key}
         options = []
-        for call, cscope in self.call_sites(param.function, scope.src, scope.static):
+        for call, cscope in self.call_sites(param.function, scope.src, scope.static, subsystem=True):
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             if param.index >= len(args):
                 continue
@@ -510,10 +510,16 @@ class Resolver:
             return Unknown(param.step, f"no caller of {param.function}() found")
         return Alt(param.step, tuple(options), f"{len(options)} callers of {param.function}()")
 
-    def call_sites(self, name: str, near: SourceFile, static: bool) -> list:
+    def _subsystem_occurrences(self, name: str, near: str) -> list:
+        files = dict.fromkeys(self.index.related_files(self.home) + self.index.related_files(near))
+        return self.index.word_occurrences_in(files, name)
+
+    def call_sites(self, name: str, near: SourceFile, static: bool, subsystem: bool = False) -> list:
         """[(call node, Scope)] of calls to name: in near's file when static, else in the tree."""
         if static:
             occs = [(near.rel, ln) for ln in _word_lines(near, name)]
+        elif subsystem:
+            occs = self._subsystem_occurrences(name, near.rel)
         else:
             occs = self.index.occurrences(name)
             if occs is None:
@@ -585,7 +591,9 @@ class Resolver:
                     enums.append((src, line))
                 if assign_re.search(text):
                     assigns.append((src, line))
-        for src, line, _ in _nearest([(s, ln, ln) for s, ln in enums], near.rel):
+        # A line starting with the name may be an enumerator or just a continuation line of
+        # an expression: try candidates nearest first until one parses as an enumerator.
+        for src, line, _ in _ranked([(s, ln, ln) for s, ln in enums], near.rel)[:64]:
             val = self._enumerator(name, src, line, depth, seen)
             if val is not None:
                 return val
@@ -706,9 +714,9 @@ class Resolver:
         if cached is not None:
             return cached
         seen = seen | {key}
-        occ = self.index.occurrences(fname)
-        if occ is None:
-            return Unknown(use_step, f"field '{fname}' not looked up yet")
+        # Only assignments in the subsystem of the allocation or of the use are followed
+        # (see related()), so only those files are searched.
+        occ = self._subsystem_occurrences(fname, near.rel)
         fb = re.escape(fname.encode())
         line_re = re.compile(rb"(->|\.)\s*" + fb + rb"\s*(=(?!=)|\|=|\+=|-=)|^\s*\." + fb + rb"\s*=")
         options = []
@@ -807,6 +815,31 @@ def _encloses(block, node) -> bool:
 
 def _word_lines(src: SourceFile, name: str) -> list:
     return src.word_lines(name)
+
+
+def _ranked(defs, rel: str) -> list:
+    """Definitions by rank (see _nearest), all ranks but 'elsewhere'."""
+    out = []
+    for d in defs:
+        r = _nearest([d], rel)
+        if r:
+            out.append((_rank(d[0].rel, rel), d))
+    return [d for _, d in sorted(out, key=lambda x: x[0])]
+
+
+def _rank(r: str, rel: str) -> int:
+    directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    if r == rel:
+        return 0
+    if directory and r.startswith(directory + "/") and "/" not in r[len(directory) + 1:]:
+        return 1
+    if r.startswith("include/"):
+        return 2
+    if r.startswith("<wqlint>/"):
+        return 4
+    if directory and r.startswith(directory.rsplit("/", 1)[0] + "/"):
+        return 3
+    return 5
 
 
 def _nearest(defs, rel: str) -> list:
