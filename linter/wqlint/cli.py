@@ -64,8 +64,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
             click.echo(f"\r\033[Kwqlint: {msg} ({time.monotonic() - started:.1f}s)", err=True, nl=False)
 
     if engine == "coccinelle":
-        from wqlint import cocci
-        report = cocci.scan(paths, cat, jobs=jobs, kernel_version=kernel_version)
+        report = _coccinelle(list(paths), cat, jobs, kernel_version)
     else:
         from wqlint.scan.engine import UsageError, scan as ts_scan
         try:
@@ -85,6 +84,27 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     for err in report.errors:
         click.echo(str(err), err=True)
     sys.exit(report.exit_code())
+
+
+def _coccinelle(paths, cat, jobs, kernel_version):
+    """Run the semantic patches with spatch; the same Report as the tree-sitter engine."""
+    from pathlib import Path
+
+    from wqlint import cocci
+    from wqlint.finding import Report
+    from wqlint.scan.engine import find_root
+
+    for p in paths:
+        if not os.path.lexists(p):
+            raise click.UsageError(f"{p}: no such file or directory")
+    root = find_root(paths)
+    version = kernel_version or kversion.from_makefile(root) or kversion.DEFAULT_VERSION
+    try:
+        findings, errors = cocci.run(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs)
+    except cocci.SpatchNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    return Report(root=str(root), findings=findings, errors=errors, kernel_version=version,
+                  kernel_version_source="--kernel-version" if kernel_version else "Makefile")
 
 
 def _write_atomic(path, text):
