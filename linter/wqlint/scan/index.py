@@ -42,6 +42,7 @@ class TreeIndex:
         self.exclude = exclude
         self._units = None
         self._dir_cache: dict = {}
+        self._lines: dict = {}  # (rel, line) -> bytes, as the search printed them
 
     # -- files -------------------------------------------------------------------------
     def source(self, rel: str) -> Optional[SourceFile]:
@@ -100,6 +101,15 @@ class TreeIndex:
                 out.extend((rel, ln) for ln in src.word_lines(token))
         return out
 
+    def peek(self, rel: str, line: int) -> bytes:
+        """The text of a line, from the search output when it came from there (so that
+        deciding whether a line matters does not read its file)."""
+        got = self._lines.get((rel, line))
+        if got is None:
+            src = self.source(rel)
+            got = src.line_bytes(line) if src is not None else b""
+        return got
+
     # -- occurrences ---------------------------------------------------------------------
     def occurrences(self, token: str) -> Optional[list]:
         """[(rel, line)] where token occurs as a word, or None until it has been fetched."""
@@ -125,6 +135,7 @@ class TreeIndex:
         for rel, line, content in self._grep(tokens):
             for ident in set(_IDENT_RE.findall(content)) & wanted:
                 results[ident.decode()].append((rel, line))
+            self._lines[(rel, line)] = content
         for rel, data in self.extra.items():
             for lineno, content in enumerate(data.split(b"\n"), 1):
                 for ident in set(_IDENT_RE.findall(content)) & wanted:

@@ -310,14 +310,14 @@ class Resolver:
     def _definitions_in(self, name, near, occs) -> list:
         out = []
         for rel, line in occs[:400]:
-            src = self.index.source(rel)
-            if src is None:
-                continue
-            text = src.line_bytes(line)
+            text = near.line_bytes(line) if rel == near.rel else self.index.peek(rel, line)
             if (name.encode() + b"(") not in text.replace(b" (", b"("):
                 continue
             if text[:1] in (b" ", b"\t") and not text.lstrip().startswith(name.encode()):
                 continue  # a call inside a body, not a definition header
+            src = near if rel == near.rel else self.index.source(rel)
+            if src is None:
+                continue
             chunk = src.chunk_at(line)
             for _, caps in parser.matches("functions", chunk.root):
                 fn = caps["fn"]
@@ -340,11 +340,13 @@ class Resolver:
         occ = self.index.occurrences(name)
         if occ is None:
             return []
+        pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
         cands = []
         for rel, line in occ:
-            src = self.index.source(rel)
-            if src is not None:
-                cands.append((src, line))
+            if pat.match(self.index.peek(rel, line)):
+                src = self.index.source(rel)
+                if src is not None:
+                    cands.append((src, line))
         defs = self._defines(name, cands)
         return _nearest(defs, near.rel)
 
@@ -528,8 +530,11 @@ class Resolver:
         done = set()
         call_pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
         for rel, line in occs:
+            text = near.line_bytes(line) if rel == near.rel else self.index.peek(rel, line)
+            if not call_pat.search(text):
+                continue
             src = near if rel == near.rel else self.index.source(rel)
-            if src is None or not call_pat.search(src.line_bytes(line)):
+            if src is None:
                 continue
             if src._define_span(line):
                 chunk = self.macro_chunk(src, *src._define_span(line))
@@ -555,18 +560,13 @@ class Resolver:
         if cached is not None:
             return cached
         seen = seen | {key}
-        value = self._symbol_in(name, scope.src, [(scope.src, ln) for ln in local], depth, seen, scope)
+        value = self._symbol_in(name, scope.src, [(scope.src.rel, ln, scope.src.line_bytes(ln)) for ln in local],
+                                depth, seen, scope)
         if value is None:
             occ = self.index.occurrences(name)
             if occ is None:
                 return Unknown(None, f"'{name}' not looked up yet")
-            cands = []
-            for rel, line in occ:
-                if rel == scope.src.rel:
-                    continue
-                src = self.index.source(rel)
-                if src is not None:
-                    cands.append((src, line))
+            cands = [(rel, line, self.index.peek(rel, line)) for rel, line in occ if rel != scope.src.rel]
             value = self._symbol_in(name, scope.src, cands, depth, seen, scope, tree_wide=True)
         if value is None:
             value = Unknown(None, f"'{name}' not defined in the tree")
@@ -580,8 +580,13 @@ class Resolver:
         assign_re = re.compile(rb"(?<![.>\w])" + nb + rb"\s*(\[[^\]]*\])?\s*(=(?!=)|\|=|\+=)")
         param_re = re.compile(rb"\bmodule_param(_named)?\s*\(\s*(" + nb + rb"\s*,|\w+\s*,\s*" + nb + rb"\s*,)")
         defines, enums, assigns, tunable = [], [], [], None
-        for src, line in cands:
-            text = src.line_bytes(line)
+        for rel, line, text in cands:
+            if not (define_re.match(text) or param_re.search(text) or enum_re.match(text)
+                    or assign_re.search(text)):
+                continue
+            src = self.index.source(rel) if rel != near.rel else near
+            if src is None:
+                continue
             if define_re.match(text):
                 defines.append((src, line))
             elif param_re.search(text):
