@@ -17,7 +17,7 @@ from wqlint.scan import parser
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.source import Chunk, SourceFile
 from wqlint.scan.values import (
-    Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, substitute,
+    Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
 )
 
 # The CPU counts of include/linux/cpumask.h: what the rules are about.
@@ -266,6 +266,13 @@ class Resolver:
         key = ("fn", name)
         if key in seen:
             return Unknown(None, f"recursion through {name}()")
+        # A helper of the subsystem may compute the limit (foo_nr_workers()); a library
+        # function only matters when it transforms a CPU count passed to it. Following every
+        # readl() or kzalloc() back into the core kernel would cost much and find nothing.
+        if not self._defined_nearby(name, scope.src):
+            bound = [r(a) for a in args]
+            if not any(cpu_path(b) for b in bound):
+                return Unknown(None, f"call to {name}()")
         ret = self.function_returns(name, scope, depth + 1, seen | {key})
         if ret is None:
             macro = self.macro_call(name, args, scope, depth + 1, seen | {key}, expand_params)
@@ -282,6 +289,15 @@ class Resolver:
                            (bound[p.index],), "")
             return p
         return Alt(self._step(scope, node, f"return value of {name}()"), (substitute(ret_value, bind),), "")
+
+    def _defined_nearby(self, name: str, src: SourceFile) -> bool:
+        """Is name defined (function or macro) in src or in the allocation's subsystem?"""
+        pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b|^[A-Za-z_].*\b"
+                         + re.escape(name.encode()) + rb"\s*\(")
+        if any(pat.search(src.line_bytes(ln)) for ln in _word_lines(src, name)):
+            return True
+        return any(pat.search(self.index.peek(rel, ln))
+                   for rel, ln in self._subsystem_occurrences(name, src.rel))
 
     def function_returns(self, name, scope, depth, seen):
         """(Alt of the return values of function name, its Scope), or None if not found."""
@@ -301,7 +317,7 @@ class Resolver:
         found = self._definitions_in(name, near, [(near.rel, ln) for ln in _word_lines(near, name)])
         if found:
             return found
-        occ = self.index.occurrences(name)
+        occ = self.index.occurrences(name, defs=True)
         if occ is None:
             return []
         lines = [(rel, ln) for rel, ln in occ if rel != near.rel]
@@ -337,7 +353,7 @@ class Resolver:
         defs = self._defines(name, local)
         if defs:
             return defs
-        occ = self.index.occurrences(name)
+        occ = self.index.occurrences(name, defs=True)
         if occ is None:
             return []
         pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
@@ -563,7 +579,7 @@ class Resolver:
         value = self._symbol_in(name, scope.src, [(scope.src.rel, ln, scope.src.line_bytes(ln)) for ln in local],
                                 depth, seen, scope)
         if value is None:
-            occ = self.index.occurrences(name)
+            occ = self.index.occurrences(name, defs=True)
             if occ is None:
                 return Unknown(None, f"'{name}' not looked up yet")
             cands = [(rel, line, self.index.peek(rel, line)) for rel, line in occ if rel != scope.src.rel]
