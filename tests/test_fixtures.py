@@ -35,8 +35,8 @@ def test_wrapper_chain_goes_from_call_to_cpu_count():
         ("fs/blkfs/disk-io.c", 13),      # limit_active <- max_active
         ("fs/blkfs/disk-io.c", 8),       # max_active = fs_info->thread_pool_size
         ("fs/blkfs/disk-io.c", 8),       # fs_info's field thread_pool_size
-        ("fs/blkfs/disk-io.c", 22),      # field assigned in another function
-        ("fs/blkfs/disk-io.c", 23),      # num_online_cpus()
+        ("fs/blkfs/super.c", 10),        # the field is assigned in another file
+        ("fs/blkfs/super.c", 11),        # num_online_cpus()
     ]
     assert f["chain"][-1]["note"] == "CPU count num_online_cpus()"
     assert "through blkfs_alloc_workqueue()" in f["message"]
@@ -53,6 +53,29 @@ def test_ifdef_twins_are_both_reported():
 def test_module_parameter_default_is_not_a_cpu_count():
     doc, _ = scan_json(REPO / "examples" / "demo-tree")
     assert not [f for f in doc["findings"] if f["path"] == "drivers/accel/qm.c" and f["line"] == 32]
+
+
+def test_module_parameter_with_a_cpu_count_default_is_reported_as_tunable():
+    doc, _ = scan_json(REPO / "examples" / "demo-tree")
+    f = next(f for f in doc["findings"] if f["path"] == "drivers/accel/qm.c" and f["line"] == 50
+             and f["rule"] == "unbound-max-active-cpu-count")
+    assert "a default, tunable through module parameter 'qm_poll_threads'" in f["message"]
+    assert [(s["line"], s["note"]) for s in f["chain"][1:]] == [
+        (45, "'qm_poll_threads' is a module parameter: the default can be changed at load time"),
+        (44, "'qm_poll_threads' = 'NR_CPUS'"),
+        (44, "CPU count NR_CPUS (CONFIG_NR_CPUS, 8192 on distribution kernels)"),
+    ]
+
+
+def test_without_ripgrep_the_grep_search_gives_the_same_findings(monkeypatch):
+    import shutil
+    from wqlint.scan import index
+    real = shutil.which
+    monkeypatch.setattr(index.shutil, "which", lambda name: None if name == "rg" else real(name))
+    doc, _ = scan_json(REPO / "examples" / "demo-tree")
+    monkeypatch.undo()
+    again, _ = scan_json(REPO / "examples" / "demo-tree")
+    assert doc["findings"] == again["findings"] and len(doc["findings"]) > 10
 
 
 @pytest.mark.parametrize("version,needle", [

@@ -47,8 +47,12 @@ def check(site: Site, ctx: CheckContext) -> list:
             if at_n is not None:
                 parts.append(f"with {n} CPUs max_active = {at_n}, up to {n} x {at_n} = {n * at_n} in-flight items")
         else:
-            parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919) "
-                         f"but fixed at the {origin.kind} seen at allocation, not updated on CPU hotplug")
+            if origin.static_max is not None:
+                parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919); "
+                             f"{origin.kind} is a build-time maximum, not the machine's CPU count")
+            else:
+                parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919) "
+                             f"but fixed at the {origin.kind} seen at allocation, not updated on CPU hotplug")
             if at_n is not None:
                 parts.append(f"with {n} CPUs up to {at_n} in-flight items")
         if info.unbound == "some":

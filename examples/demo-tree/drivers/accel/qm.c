@@ -39,3 +39,14 @@ int qm_init_big(struct qm *qm)
 	qm->wq = alloc_workqueue("qm_big", WQ_UNBOUND, 4096);
 	return 0;
 }
+
+/* A module parameter whose default is a CPU count: reported, and said to be tunable. */
+static int qm_poll_threads = NR_CPUS;
+module_param(qm_poll_threads, int, 0444);
+
+int qm_init_poll(struct qm *qm)
+{
+	// ruleid: unbound-max-active-cpu-count, max-active-over-limit
+	qm->poll_wq = alloc_workqueue("qm_poll_tunable", WQ_UNBOUND, qm_poll_threads);
+	return 0;
+}

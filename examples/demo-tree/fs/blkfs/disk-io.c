@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The limit travels: a field set in one function, read in another, through a wrapper. */
+/* The limit travels: a field set in another file (super.c), read here, through a wrapper. */
 #include <linux/workqueue.h>
 #include "ctree.h"
 
@@ -15,10 +15,4 @@ static int blkfs_init_workqueues(struct blkfs_fs_info *fs_info)
 		// ruleid: unbound-max-active-cpu-count
 		alloc_workqueue("blkfs-endio", flags, max_active);
 	return 0;
-}
-
-void blkfs_init_fs_info(struct blkfs_fs_info *fs_info)
-{
-	fs_info->thread_pool_size = min_t(unsigned long,
-					  num_online_cpus() + 2, 8);
 }
