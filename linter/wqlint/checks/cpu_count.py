@@ -71,8 +71,10 @@ def check(site: Site, ctx: CheckContext) -> list:
     chain = list(site.prefix) + steps_along(path)
     if rule_id == UNBOUND:
         migration = ("State what is meant: a system-wide limit relative to the online CPUs that "
-                     "follows hotplug, a fixed system-wide limit, or a limit per pod of the affinity "
-                     "scope (see `wqlint explain unbound-max-active-cpu-count`).")
+                     "follows hotplug (workqueue_set_global_max_active_cpus()), a fixed system-wide "
+                     "limit (workqueue_set_global_max_active()), or a limit per pod of the affinity "
+                     "scope (workqueue_set_pod_max_active()); see kernel/ and "
+                     "`wqlint explain unbound-max-active-cpu-count`.")
     else:
         migration = ("A per-CPU queue needs no CPU count: pass a small per-CPU constant (or 0 for the "
                      "default) and add WQ_PERCPU, or make the queue WQ_UNBOUND with a system-wide limit.")
