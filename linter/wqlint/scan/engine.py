@@ -259,8 +259,22 @@ class Engine:
         return FlagBits(unbound=val("WQ_UNBOUND"), percpu=val("WQ_PERCPU"), bh=val("WQ_BH"),
                         sysfs=val("WQ_SYSFS"), ordered=val("__WQ_ORDERED"), legacy=val("__WQ_LEGACY"))
 
+    def _prefetch_api(self) -> None:
+        """Queue, with the first search, what every tree needs from the API header: the
+        macros that wrap alloc_workqueue() (their call sites) and the WQ_* names."""
+        api = self.index.source(self.api_header)
+        if api is None:
+            return
+        text = api.data.decode("utf-8", "replace").replace("\\\n", " ")
+        for m in re.finditer(r"^\s*#\s*define\s+(\w+)\(.*$", text, re.M):
+            if any(re.search(r"\b" + sink + r"\s*\(", m.group(0)) for sink in SINKS):
+                self.index.occurrences(m.group(1))
+        for m in re.finditer(r"^\s*(_*WQ_\w+)\s*=", text, re.M):
+            self.index.occurrences(m.group(1), defs=True)
+
     def run(self) -> Report:
         self._check_named_files()
+        self._prefetch_api()
         sites = []
         for rnd in range(MAX_ROUNDS):
             self._parse_errors = {}
