@@ -151,3 +151,50 @@ def rules_cmd(markdown, rules_path):
     click.echo("|---|---|---|---|")
     for rule in cat.rules:
         click.echo(f"| `{rule.id}` | {rule.severity} | {rule.fix_safety} | {rule.message} |")
+
+
+@main.command()
+@click.argument("patches", nargs=-1, required=True)
+@click.option("--tree", type=click.Path(exists=True, file_okay=False), default=None,
+              help="The tree the series applies to (never modified) [none: the hunks alone].")
+@click.option("--format", "fmt", type=click.Choice(["text", "mail", "github", "rdjson", "sarif"]),
+              default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
+@click.option("--all", "show_all", is_flag=True, help="Report the findings that were there before, too.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
+@click.option("--kernel-version", callback=_version, help="Semantics of this version (default: the tree's Makefile).")
+@click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
+              help="CPU count of the machine the messages describe.")
+@click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
+              help="Largest machine max-active-over-limit considers.")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
+              help="Rule catalogue [rules.yaml].")
+def review(patches, tree, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path):
+    """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
+    series introduces, on the lines it adds.
+
+    Exit status: 0 nothing introduced, 1 findings introduced, 2 usage or catalogue error,
+    3 a patch does not apply or the input cannot be read.
+    """
+    from wqlint import mail, review as review_mod
+    from wqlint.formatters.review import REVIEW_FORMATS
+
+    cat = _load_catalogue(rules_path)
+    try:
+        series = mail.load(list(patches))
+        result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
+                                   kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
+                                   show_all=show_all)
+    except (mail.MailError, review_mod.ReviewError) as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
+    text = REVIEW_FORMATS[fmt](result, cat)
+    if output:
+        _write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    for note in result.notes:
+        click.echo(f"wqlint: {note}", err=True)
+    for err in result.errors:
+        click.echo(str(err), err=True)
+    sys.exit(result.exit_code())

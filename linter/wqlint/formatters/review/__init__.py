@@ -1,0 +1,10 @@
+"""Output formats of `wqlint review`: one small module each, all with the same signature.
+
+format(review, catalogue) -> str, where review is a wqlint.review.Review. They are kept apart
+from FORMATS because a review is more than a scan Report: which added line each finding is
+blamed on, the patch mail it answers, the findings the series fixes.
+"""
+from wqlint.formatters.review import github, mail, rdjson, sarif, text
+
+REVIEW_FORMATS = {"text": text.format, "mail": mail.format, "github": github.format,
+                  "rdjson": rdjson.format, "sarif": sarif.format}

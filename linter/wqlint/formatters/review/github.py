@@ -1,0 +1,37 @@
+"""The JSON body of a GitHub pull-request review (POST /repos/{owner}/{repo}/pulls/{n}/reviews).
+
+One comment per introduced finding, on the added line it is blamed on (side RIGHT): GitHub
+accepts review comments only on lines of the diff, so pre-existing findings are not sent.
+"""
+from __future__ import annotations
+
+import json
+
+
+def _body(comment) -> str:
+    f = comment.finding
+    parts = [f"**wqlint {f.severity}** (`{f.rule_id}`): {f.message}"]
+    if not comment.at_call:
+        parts.append(f"This line reaches the workqueue allocated at `{f.path}:{f.line}`.")
+    if f.chain:
+        steps = "\n".join(f"{s.path}:{s.line}: {s.note}" for s in f.chain)
+        parts.append("How the value gets there:\n```\n" + steps + "\n```")
+    if f.migration:
+        parts.append(f"**Suggested migration:** {f.migration}")
+    parts.append(f"Details: `wqlint explain {f.rule_id}`")
+    return "\n\n".join(parts)
+
+
+def format(review, catalogue) -> str:
+    n = len(review.comments)
+    summary = (f"wqlint: {n} workqueue problem{'s' if n != 1 else ''} introduced by this change."
+               if n else "wqlint: no workqueue problem introduced by this change.")
+    if review.fixed:
+        summary += f" It fixes {len(review.fixed)}."
+    doc = {
+        "body": summary,
+        "event": "COMMENT",
+        "comments": [{"path": c.path, "line": c.line, "side": "RIGHT", "body": _body(c)}
+                     for c in review.comments],
+    }
+    return json.dumps(doc, indent=2) + "\n"

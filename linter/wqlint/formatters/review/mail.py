@@ -1,0 +1,127 @@
+"""A plain-text reply to each patch mail that introduces findings, ready for git send-email.
+
+Laid out like the kernel test robot's reports: a greeting, the list of new warnings prefixed
+by '>>', then the patch quoted with '> ' and each comment right under the line it is about,
+with the chain that leads there, the proposed migration and the `wqlint explain` pointer.
+Prose is wrapped at 72 columns; quoted patch lines are kept as they are. Several replies
+(one per patch of a series) are written as one mbox.
+"""
+from __future__ import annotations
+
+import textwrap
+from itertools import groupby
+
+from wqlint import kversion
+
+WIDTH = 72
+QUOTE_BEFORE = 8  # lines of the hunk quoted above a commented line; '[...]' for the rest
+MBOX_FROM = "From wqlint Mon Sep 17 00:00:00 2001"
+SIGNATURE = "-- \nwqlint: checks of the kernel's workqueue API"
+
+
+def _wrap(text: str, indent: str = "", hanging: str = "") -> list:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=hanging or indent,
+                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _headers(patch) -> list:
+    to = patch.author_address and (f"{patch.author} <{patch.author_address}>"
+                                   if patch.author and patch.author != patch.author_address
+                                   else patch.author_address)
+    cc = [r for r in patch.recipients if patch.author_address not in r] if patch.author_address else list(patch.recipients)
+    out = [MBOX_FROM]
+    if to:
+        out.append(f"To: {to}")
+    if cc:
+        out.append("Cc: " + ",\n    ".join(cc))
+    out.append(f"Subject: Re: {patch.subject}" if patch.subject else "Subject: wqlint review")
+    if patch.message_id:
+        refs = list(dict.fromkeys(list(patch.references) + [patch.message_id]))
+        out.append(f"In-Reply-To: {patch.message_id}")
+        out.append("References: " + "\n ".join(refs))
+    out += ["MIME-Version: 1.0", "Content-Type: text/plain; charset=utf-8",
+            "Content-Transfer-Encoding: 8bit", ""]
+    return out
+
+
+def _comment(c) -> list:
+    f = c.finding
+    out = [""]
+    if not c.at_call:
+        out += _wrap(f"This line reaches the workqueue allocated at {f.path}:{f.line}:")
+    out += _wrap(f"{f.severity}: {f.message} [{f.rule_id}]")
+    if f.chain:
+        out += ["", "Resolution chain:"]
+        for step in f.chain:
+            out += _wrap(f"{step.path}:{step.line}: {step.note}", "  ", "      ")
+    if f.migration:
+        out.append("")
+        out += _wrap(f"Suggested migration: {f.migration}")
+    out += ["", f"Details: wqlint explain {f.rule_id}", ""]
+    return out
+
+
+def _quote(op: str, text: str) -> str:
+    return ("> " + op + text).rstrip()
+
+
+def _statement_end(lines, li: int) -> int:
+    """The last line of the statement starting at li, so that a comment does not cut a call
+    in two (at most a few lines further)."""
+    end = li
+    while (end + 1 < len(lines) and end - li < 5 and lines[end + 1][0] != "-"
+           and not lines[end][1].rstrip().endswith((";", "{", "}", "\\")) and lines[end][1].strip()):
+        end += 1
+    return end
+
+
+def _reply(review, patch, comments) -> list:
+    name = patch.author.split()[0] if patch.author and "@" not in patch.author else ""
+    n = len(comments)
+    version = kversion.show(review.kernel_version)
+    if review.kernel_version_source == "Makefile":
+        version += " (from the tree's Makefile)"
+    body = [f"Hi {name}," if name else "Hi,", ""]
+    body += _wrap(f"wqlint noticed the following workqueue {'problem' if n == 1 else 'problems'} "
+                  f"in this patch, with the semantics of {version}:")
+    if not review.tree:
+        body += [""] + _wrap("The patch was reviewed without its tree: values defined outside "
+                             "the lines it shows were not followed.")
+    body += [""]
+    for c in comments:
+        body += _wrap(f">> {c.finding.path}:{c.finding.line}:{c.finding.col}: "
+                      f"{c.finding.severity}: [{c.finding.rule_id}]", "", "   ")
+    body.append("")
+    by_file = groupby(comments, key=lambda c: c.origin.file)
+    for fi, in_file in by_file:
+        fdiff = patch.files[fi]
+        heads = [h for h in fdiff.header if h.startswith("diff --git ")]
+        body.append(_quote("", heads[0]) if heads else _quote("", f"+++ b/{fdiff.path}"))
+        for hi, in_hunk in groupby(in_file, key=lambda c: c.origin.hunk):
+            hunk = fdiff.hunks[hi]
+            body.append(_quote("", hunk.header))
+            done = 0
+            for li, at_line in groupby(in_hunk, key=lambda c: c.origin.line):
+                first = max(done, li - QUOTE_BEFORE + 1)
+                if first > done:
+                    body.append("> [...]")
+                last = max(li, done - 1, _statement_end(hunk.lines, li))
+                body += [_quote(op, text) for op, text in hunk.lines[first:last + 1]]
+                for c in at_line:
+                    body += _comment(c)
+                done = last + 1
+            if done < len(hunk.lines):
+                body.append("> [...]")
+                body.append("")
+    while body and body[-1] == "":
+        body.pop()
+    return _headers(patch) + body + ["", SIGNATURE, ""]
+
+
+def format(review, catalogue) -> str:
+    out = []
+    ordered = sorted(review.comments, key=lambda c: (c.origin.patch, c.origin.file, c.origin.hunk,
+                                                     c.origin.line, c.finding.sort_key()))
+    for number, comments in groupby(ordered, key=lambda c: c.origin.patch):
+        out += _reply(review, review.patches[number - 1], list(comments))
+    return "\n".join(out)

@@ -1,0 +1,24 @@
+"""Like `wqlint scan`: path:line:col: warning: message [rule-id], the chain, the fix; then
+where a finding is blamed when that is not its call line, and what the series fixes."""
+from __future__ import annotations
+
+from wqlint.formatters import text as scan_text
+from wqlint.finding import Report
+
+
+def format(review, catalogue) -> str:
+    blamed = {id(c.finding): c for c in review.comments}
+    out = []
+    for f in review.findings():
+        out.append(scan_text.format(Report(root=review.root, findings=[f]), catalogue).rstrip("\n"))
+        comment = blamed.get(id(f))
+        if comment is None:
+            out.append("    pre-existing" if f in review.preexisting else
+                       "    new, but on no line the series adds")
+        elif not comment.at_call or len(review.patches) > 1:
+            patch = review.patches[comment.origin.patch - 1]
+            out.append(f"    introduced at {comment.path}:{comment.line}"
+                       + (f" by patch {patch.number}: {patch.subject}" if len(review.patches) > 1 else ""))
+    for f in review.fixed:
+        out.append(f"{f.path}:{f.line}:{f.col}: fixed: {f.message} [{f.rule_id}]")
+    return "\n".join(out) + ("\n" if out else "")

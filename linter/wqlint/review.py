@@ -1,0 +1,418 @@
+"""Review a patch series: report only the findings the series introduces.
+
+The series is applied in memory, hunk by hunk (exact context, offsets allowed, no fuzz), to
+the files it touches; nothing from a patch is executed and the user's tree is never written.
+The patched files form an *overlay* on the tree: the scanner reads them from memory and
+everything else from the tree itself, so cross-file resolution works without copying the
+tree. Every line of the overlay remembers which patch and hunk added it.
+
+A finding is *introduced* when it is new after the series (its fingerprint, which ignores line
+shifts, was not there before) and its call line or a step of its chain lies on a line the
+series adds: a patch that changes a field assignment is blamed, on that line, for the
+allocation in another file that the field reaches.
+
+Without a tree only what the patches show is known: new files whole, and the lines of each
+hunk at their place in an otherwise empty file. Resolution is then reduced, and the review
+says so.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from wqlint import kversion
+from wqlint.finding import InputError, Report
+from wqlint.scan.engine import Engine, find_root
+from wqlint.scan.index import TreeIndex
+from wqlint.scan.resolve import Resolver
+from wqlint.scan.source import MAX_FILE_BYTES, is_c_source
+
+
+class ReviewError(Exception):
+    """The series cannot be reviewed (a hunk does not apply, a file cannot be read): exit 3."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an added line comes from: patch number (1-based), file diff, hunk, hunk line."""
+
+    patch: int
+    file: int  # index into Patch.files
+    hunk: int  # index into FileDiff.hunks
+    line: int  # index into Hunk.lines
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An introduced finding and the added line it is blamed on."""
+
+    finding: object  # Finding
+    path: str  # of the added line
+    line: int
+    origin: Origin
+
+    @property
+    def at_call(self) -> bool:
+        return (self.path, self.line) == (self.finding.path, self.finding.line)
+
+
+@dataclass
+class Review:
+    patches: list
+    tree: Optional[str]  # None: the hunks were reviewed alone
+    comments: list = field(default_factory=list)  # of Comment, introduced findings
+    preexisting: list = field(default_factory=list)  # of Finding, only with --all
+    unanchored: list = field(default_factory=list)  # new, but on no added line (with --all)
+    fixed: list = field(default_factory=list)  # of Finding, in the coordinates before the series
+    notes: list = field(default_factory=list)
+    errors: list = field(default_factory=list)  # of InputError
+    kernel_version: tuple = (0, 0, 0)
+    kernel_version_source: str = ""
+    root: str = ""
+
+    def exit_code(self) -> int:
+        if self.errors:
+            return 3
+        return 1 if self.comments else 0
+
+    def findings(self) -> list:
+        """What is reported, as scan would list it: introduced, then (--all) the rest."""
+        got = [c.finding for c in self.comments] + self.unanchored + self.preexisting
+        return sorted(got, key=lambda f: f.sort_key())
+
+    def as_report(self) -> Report:
+        return Report(root=self.root, findings=self.findings(), errors=list(self.errors),
+                      notes=list(self.notes), kernel_version=self.kernel_version,
+                      kernel_version_source=self.kernel_version_source)
+
+    def hunk_of(self, origin: Origin):
+        patch = self.patches[origin.patch - 1]
+        fdiff = patch.files[origin.file]
+        return patch, fdiff, fdiff.hunks[origin.hunk]
+
+
+# -- applying the series ----------------------------------------------------------------------
+@dataclass
+class _Line:
+    text: Optional[str]  # None: a line of the base no hunk has shown (reduced mode)
+    base: Optional[int]  # 1-based line in the file before the series; None for added lines
+    origin: Optional[Origin] = None
+
+
+@dataclass
+class _File:
+    lines: list
+    exists: bool
+    eol: bool = True  # ends with a newline
+    sparse: bool = False  # reduced mode: only what the hunks show is known
+    next_base: int = 1
+    base_text: dict = field(default_factory=dict)  # base line -> text, learnt from hunks
+    base_exists: bool = True
+    touched: bool = False
+
+    def ensure(self, upto: int) -> None:
+        """Reduced mode: unknown base lines up to index upto (exclusive) exist."""
+        while self.sparse and len(self.lines) < upto:
+            self.lines.append(_Line(None, self.next_base))
+            self.next_base += 1
+
+
+class _Tree:
+    """The files the series touches, before and after, each line with its origin."""
+
+    def __init__(self, tree: Optional[Path]):
+        self.tree = tree
+        self.files: dict = {}  # path -> _File
+
+    def get(self, path: str, patch) -> _File:
+        got = self.files.get(path)
+        if got is not None:
+            return got
+        if self.tree is None:
+            got = _File([], exists=True, sparse=True)
+        else:
+            data = _read_tree_file(self.tree, path, patch)
+            if data is None:
+                got = _File([], exists=False, base_exists=False)
+            else:
+                text = data.decode("utf-8")
+                eol = text.endswith("\n") or text == ""
+                rows = text.split("\n")
+                if eol:
+                    rows.pop()
+                got = _File([_Line(t, n) for n, t in enumerate(rows, 1)], exists=True, eol=eol,
+                            next_base=len(rows) + 1, base_text={})
+        self.files[path] = got
+        return got
+
+    def apply(self, patch) -> None:
+        for fi, fdiff in enumerate(patch.files):
+            if fdiff.binary:
+                raise ReviewError(f"{patch.name}: {fdiff.path}: binary patches are not supported")
+            if fdiff.old_path is None:  # created
+                state = self.get(fdiff.new_path, patch)
+                if state.exists and not state.sparse:
+                    raise ReviewError(f"{patch.name}: {fdiff.new_path}: already exists in the tree")
+                if state.sparse and not state.touched:
+                    state.base_exists = False
+                state.lines, state.exists, state.sparse, state.eol = [], True, False, True
+            else:
+                state = self.get(fdiff.old_path, patch)
+                if not state.exists:
+                    raise ReviewError(f"{patch.name}: {fdiff.old_path}: no such file in the tree")
+            state.touched = True
+            delta = 0
+            for hi, hunk in enumerate(fdiff.hunks):
+                delta = self._apply_hunk(patch, fi, fdiff, hi, hunk, state, delta)
+            if fdiff.new_path is None:  # deleted
+                if state.lines and not state.sparse:
+                    raise ReviewError(f"{patch.name}: {fdiff.old_path}: deleted, but lines remain "
+                                      f"after its hunks")
+                state.lines, state.exists = [], False
+            elif fdiff.old_path is not None and fdiff.old_path != fdiff.new_path:  # renamed
+                target = self.get(fdiff.new_path, patch)
+                if target.exists and not target.sparse:
+                    raise ReviewError(f"{patch.name}: {fdiff.new_path}: the rename's target exists")
+                # The lines keep their base numbers, which belong to the old path's base.
+                self.files[fdiff.new_path] = _File(state.lines, True, state.eol, state.sparse,
+                                                   state.next_base, state.base_text,
+                                                   base_exists=False, touched=True)
+                state.lines, state.exists = [], False
+
+    def _apply_hunk(self, patch, fi, fdiff, hi, hunk, state: _File, delta: int) -> int:
+        old = [text for op, text in hunk.lines if op != "+"]
+        want = (hunk.old_start if hunk.old_count == 0 else hunk.old_start - 1) + delta
+        where = f"{patch.name}: {fdiff.path}: hunk #{hunk.number} ({hunk.header.split(' @@')[0]} @@)"
+        if state.sparse:
+            state.ensure(want + len(old))
+            candidates = [want]
+        else:
+            span = len(state.lines) - len(old)
+            candidates = [want] + [p for d in range(1, max(want, span - want) + 1)
+                                   for p in (want - d, want + d) if 0 <= p <= span and p != want]
+        pos = next((p for p in candidates if self._matches(state, p, old)), None)
+        if pos is None:
+            raise ReviewError(f"{where} does not apply: {_mismatch(state, want, old, fdiff.path)}")
+        new_lines = []
+        k = pos
+        for li, (op, text) in enumerate(hunk.lines):
+            if op == "+":
+                new_lines.append(_Line(text, None, Origin(patch.number, fi, hi, li)))
+                continue
+            cur = state.lines[k]
+            k += 1
+            if cur.text is None:
+                cur.text = text
+                state.base_text[cur.base] = text
+            if op == " ":
+                new_lines.append(cur)
+        tail = pos + len(old) == len(state.lines)
+        state.lines[pos:pos + len(old)] = new_lines
+        if tail and not state.sparse:
+            state.eol = not hunk.new_no_eol
+        return delta + hunk.new_count - hunk.old_count + (pos - want)
+
+    @staticmethod
+    def _matches(state: _File, pos: int, old: list) -> bool:
+        if pos < 0 or pos + len(old) > len(state.lines):
+            return False
+        return all(state.lines[pos + k].text in (None, text) for k, text in enumerate(old))
+
+    # -- the result ---------------------------------------------------------------------------
+    def after(self) -> dict:
+        """path -> bytes after the series (None: deleted), and path -> {line: Origin}."""
+        data, added = {}, {}
+        for path, state in self.files.items():
+            if not state.touched:
+                continue
+            if not state.exists:
+                data[path] = None
+                continue
+            rows = [ln.text or "" for ln in state.lines]
+            data[path] = ("\n".join(rows) + ("\n" if rows and state.eol else "")).encode("utf-8")
+            added[path] = {n: ln.origin for n, ln in enumerate(state.lines, 1) if ln.origin}
+        return data, added
+
+    def base(self) -> dict:
+        """Reduced mode: path -> bytes of what the hunks show of each file before the series."""
+        out = {}
+        for path, state in self.files.items():
+            if not state.base_exists or not state.base_text:
+                continue
+            last = max(state.base_text)
+            out[path] = ("\n".join(state.base_text.get(n, "") for n in range(1, last + 1))
+                         + "\n").encode("utf-8")
+        return out
+
+
+def _mismatch(state: _File, pos: int, old: list, path: str) -> str:
+    """Why the hunk does not fit at its own position, in words."""
+    for k, text in enumerate(old):
+        if pos + k >= len(state.lines):
+            return f"{path} has {len(state.lines)} lines, the hunk needs {pos + len(old)}"
+        have = state.lines[pos + k].text
+        if have != text:
+            return (f"{path}:{pos + k + 1} is {_short(have)}, the hunk expects {_short(text)} "
+                    f"(and no other place matches)")
+    return "its context matches nowhere"
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= width else text[:width - 3] + "...")
+
+
+def _read_tree_file(tree: Path, path: str, patch) -> Optional[bytes]:
+    """A file of the user's tree, or None when absent; never through a symbolic link."""
+    cur = tree
+    parts = path.split("/")
+    for n, part in enumerate(parts):
+        cur = cur / part
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ReviewError(f"{patch.name}: {path}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ReviewError(f"{patch.name}: {path}: refusing to patch through the symbolic "
+                              f"link {'/'.join(parts[:n + 1])} in the tree")
+        if n < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            return None
+    if not stat.S_ISREG(st.st_mode):
+        raise ReviewError(f"{patch.name}: {path}: not a regular file in the tree")
+    try:
+        with open(cur, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ReviewError(f"{patch.name}: {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ReviewError(f"{patch.name}: {path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} "
+                          f"MiB in the tree")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReviewError(f"{patch.name}: {path}: not UTF-8 text in the tree") from None
+    return data
+
+
+# -- scanning with an overlay ----------------------------------------------------------------
+class OverlayIndex(TreeIndex):
+    """A TreeIndex whose files in `overlay` come from memory (None: deleted), not the tree."""
+
+    def __init__(self, root: Path, jobs: int, extra: dict, overlay: dict):
+        live = {rel: data for rel, data in overlay.items() if data is not None}
+        super().__init__(root, jobs, {**extra, **live})
+        self.overlay = overlay
+
+    def source(self, rel: str):
+        if rel in self.overlay and self.overlay[rel] is None:
+            return None
+        if rel in self.overlay and rel not in self.files and rel not in self.bad:
+            data = self.overlay[rel]
+            problem = (f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB" if len(data) > MAX_FILE_BYTES
+                       else "binary file (contains NUL bytes)" if b"\0" in data else None)
+            if problem:
+                self.bad[rel] = problem
+                return None
+        return super().source(rel)
+
+    def dir_files(self, reldir: str, recursive: bool) -> list:
+        got = [rel for rel in super().dir_files(reldir, recursive) if rel not in self.overlay]
+        for rel, data in self.overlay.items():
+            if data is None:
+                continue
+            parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if parent == reldir or (recursive and (reldir == "" or rel.startswith(reldir + "/"))):
+                got.append(rel)
+        return sorted(got)
+
+    def _grep(self, tokens: list, regex: Optional[str] = None):
+        # Lines of overlaid files come from memory (TreeIndex.fetch searches `extra`).
+        return [hit for hit in super()._grep(tokens, regex) if hit[0] not in self.overlay]
+
+
+class OverlayEngine(Engine):
+    def __init__(self, root: Path, overlay: dict, catalogue, **kw):
+        super().__init__([root], catalogue, **kw)
+        self.index = OverlayIndex(self.root, self.jobs, self.index.extra, overlay)
+        self.resolver = Resolver(self.index)
+
+
+# -- the review -----------------------------------------------------------------------------
+def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
+           kernel_version: Optional[tuple] = None, ncpus: int = 96, max_cpus: int = 512,
+           show_all: bool = False) -> Review:
+    opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus)
+    treepath = Path(os.path.abspath(tree)) if tree else None
+    state = _Tree(treepath)
+    for patch in patches:
+        state.apply(patch)
+    after_files, added = state.after()
+    result = Review(patches=list(patches), tree=str(treepath) if treepath else None)
+
+    if treepath is not None:
+        root = find_root([treepath])
+        prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
+        overlay = {prefix + p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
+        added = {prefix + p: lines for p, lines in added.items()}
+        before = Engine([root], catalogue, **opts).run()
+        after = OverlayEngine(root, overlay, catalogue, **opts).run()
+        result.root = str(root)
+    else:
+        overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
+        base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
+        with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
+            before = OverlayEngine(Path(empty), base, catalogue, **opts).run()
+            after = OverlayEngine(Path(empty), overlay, catalogue, **opts).run()
+        result.notes.append("no --tree: only the lines the patches show were reviewed; values "
+                            "defined elsewhere are not resolved (reduced resolution)")
+    result.kernel_version = after.kernel_version
+    result.kernel_version_source = after.kernel_version_source
+    result.notes.extend(n for n in after.notes if treepath is not None or "no kernel version" not in n)
+    if treepath is None and not kernel_version:
+        result.notes.append(f"no tree: assuming {kversion.show(after.kernel_version)} semantics "
+                            f"(use --kernel-version)")
+    # Only problems in what the series touches stop the review; the rest of the tree was
+    # there before and is the business of `wqlint scan`.
+    result.errors = [InputError(e.path, e.problem) for e in after.errors if e.path in overlay]
+
+    previous = Counter(f.fingerprint() for f in before.findings)
+    still = Counter()
+    for f in after.findings:
+        fp = f.fingerprint()
+        if still[fp] < previous[fp]:
+            still[fp] += 1
+            if show_all:
+                result.preexisting.append(f)
+            continue
+        anchor = _anchor(f, added)
+        if anchor is not None:
+            result.comments.append(Comment(f, *anchor))
+        elif show_all:
+            result.unanchored.append(f)
+    remaining = Counter(f.fingerprint() for f in after.findings)
+    for f in before.findings:
+        fp = f.fingerprint()
+        if remaining[fp] > 0:
+            remaining[fp] -= 1
+        else:
+            result.fixed.append(f)
+    result.comments.sort(key=lambda c: (c.origin.patch, c.path, c.line, c.finding.sort_key()))
+    return result
+
+
+def _anchor(finding, added: dict):
+    """The added line a new finding is blamed on: its call line, else the first chain step
+    (from the call towards the origin) on an added line."""
+    places = [(finding.path, finding.line)] + [(s.path, s.line) for s in finding.chain]
+    for path, line in places:
+        origin = added.get(path, {}).get(line)
+        if origin is not None:
+            return path, line, origin
+    return None
