@@ -17,7 +17,9 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
 
 def applies(site: Site, ctx: CheckContext, rule_id: str) -> bool:
     rule = ctx.catalogue[rule_id]
-    if rule_id in site.suppressed:
+    if rule_id in site.suppressed or rule_id in site.skip:
+        return False
+    if site.only is not None and rule_id not in site.only:
         return False
     if rule.requires_symbol and not ctx.has_percpu:
         return False

@@ -25,8 +25,13 @@ from wqlint.scan.site import CheckContext, FlagBits, Site
 from wqlint.scan.source import SourceError, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
 
-# name -> (index of flags, index of max_active)
-SINKS = {"alloc_workqueue": (1, 2), "alloc_workqueue_lockdep_map": (1, 2)}
+# name -> (index of flags, index of max_active). __alloc_workqueue() is the primitive of
+# kernel/workqueue.c since v6.10; alloc_workqueue() is it on older trees. Everything else,
+# devm_alloc_workqueue() included, is found as a wrapper of one of these.
+SINKS = {"alloc_workqueue": (1, 2), "alloc_workqueue_lockdep_map": (1, 2), "__alloc_workqueue": (1, 2)}
+# Rules that read only the flags: reported where the flags are known, even when the
+# max_active of the same call still comes from a wrapper's caller.
+FLAG_RULES = frozenset({"missing-affinity-flag"})
 API_HEADER = "include/linux/workqueue.h"
 MAX_ROUNDS = 12
 MAX_WRAPPER_DEPTH = 6
@@ -189,6 +194,11 @@ class Engine:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
         callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function")
         out = []
+        flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
+        if flags_here and callers:
+            here = self._site(entry, call, chunk, flags, max_active, prefix, via)
+            here.only = FLAG_RULES
+            out.append(here)
         for ccall, cscope in callers:
             rel = cscope.src.rel
             cargs = [a for a in ccall.child_by_field_name("arguments").named_children if a.type != "comment"]
@@ -213,8 +223,11 @@ class Engine:
             nflags = substitute(flags, bind)
             nmax = substitute(max_active, bind)
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
-            out.extend(self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
-                                    [step] + prefix, [scope.name] + via, depth + 1))
+            for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
+                                     [step] + prefix, [scope.name] + via, depth + 1):
+                if flags_here:
+                    site.skip = site.skip | FLAG_RULES
+                out.append(site)
         if not callers:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
         return out

@@ -19,6 +19,8 @@ class Site:
     prefix: list  # Steps from the reported call inward to the alloc_workqueue() call
     via: list = field(default_factory=list)  # wrapper names, outermost first
     suppressed: frozenset = frozenset()  # rule ids suppressed by a comment at the call
+    only: Optional[frozenset] = None  # when set, the only rules that judge this site
+    skip: frozenset = frozenset()  # rules judged at another site of the same call
 
 
 @dataclass(frozen=True)
