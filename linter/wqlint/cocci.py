@@ -1,0 +1,223 @@
+"""The Coccinelle engine: run spatch with wqlint's semantic patches, read back Findings.
+
+Each rule that Coccinelle can express has one file ``<rule-id>.cocci`` (see
+semantic-patches/README.md); the same files run in a kernel tree through
+``make coccicheck``. Here they run in report mode and every report line
+``path:line:col-col: message`` becomes a :class:`wqlint.finding.Finding` with
+``engine="coccinelle"``; severity and message come from the catalogue.
+
+Entry point for the CLI::
+
+    findings, errors = wqlint.cocci.run(root, targets, wqlint.catalogue.load(), jobs)
+
+A missing spatch raises :class:`SpatchNotFound` (a ``RuntimeError``) whose text says to
+install Debian's package ``coccinelle``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from wqlint.finding import Finding, InputError, Step
+
+ENGINE = "coccinelle"
+# Names whose presence makes a file worth parsing (spatch would otherwise parse every file).
+TRIGGERS = (b"alloc_workqueue", b"create_workqueue", b"create_singlethread_workqueue",
+            b"create_freezable_workqueue")
+SOURCE_SUFFIXES = (".c", ".h")
+SKIP_DIRS = {".git", ".hg", ".svn", ".pc"}
+PER_FILE_TIMEOUT = 200  # seconds, as the kernel's own .cocciconfig asks
+_REPORT_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+)-(?P<end>\d+): (?P<msg>.*)$")
+_OPTIONS_RE = re.compile(r"^//\s*Options:(.*)$", re.M)
+
+
+class SpatchNotFound(RuntimeError):
+    """spatch (Coccinelle) is not installed or not on PATH."""
+
+    def __init__(self, name: str = "spatch"):
+        super().__init__(
+            f"{name}: not found. The Coccinelle engine needs spatch: install Debian's package "
+            "'coccinelle' (sudo apt-get install coccinelle), or set $SPATCH to its path.")
+
+
+def semantic_patches_dir() -> Path:
+    """The .cocci files: $WQLINT_SEMANTIC_PATCHES, the copy packaged in a wheel, or the
+    checkout's top-level semantic-patches/ (as catalogue.default_path() finds rules.yaml)."""
+    env = os.environ.get("WQLINT_SEMANTIC_PATCHES")
+    if env:
+        return Path(env)
+    packaged = Path(__file__).with_name("semantic-patches")
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "semantic-patches"
+
+
+def semantic_patches(catalogue, directory: Path | None = None) -> dict:
+    """rule id -> .cocci path, for the catalogue's rules that have a semantic patch."""
+    directory = Path(directory) if directory else semantic_patches_dir()
+    ids = set(catalogue.ids())
+    found = {}
+    if directory.is_dir():
+        for path in sorted(directory.glob("*.cocci")):
+            if path.stem in ids:
+                found[path.stem] = path
+    return found
+
+
+def spatch_binary() -> str:
+    """Path of spatch ($SPATCH overrides); SpatchNotFound when it is missing."""
+    name = os.environ.get("SPATCH", "spatch")
+    found = shutil.which(name)
+    if not found:
+        raise SpatchNotFound(name)
+    return found
+
+
+def cocci_options(cocci: Path) -> list:
+    """The '// Options:' of a .cocci file, which make coccicheck also passes to spatch."""
+    options = []
+    for match in _OPTIONS_RE.finditer(cocci.read_text(encoding="utf-8")):
+        options.extend(match.group(1).split())
+    return options
+
+
+def spatch_command(cocci: Path, mode: str = "report", jobs: int = 1,
+                   files_given: bool = False) -> list:
+    """spatch's command line for one semantic patch, as scripts/coccicheck builds it; add
+    --dir or --file-groups (files_given=True) to it."""
+    cmd = [spatch_binary(), "-D", mode, "--very-quiet", "--cocci-file", str(cocci)]
+    if mode in ("report", "org"):
+        cmd.append("--no-show-diff")
+    cmd += cocci_options(cocci)
+    cmd += ["--timeout", str(PER_FILE_TIMEOUT)]
+    if files_given:
+        # wqlint picks the files itself; a tree's .cocciconfig may ask for --use-gitgrep,
+        # which spatch would then run over the whole tree once per listed file.
+        cmd.append("--no-scanner")
+    if jobs > 1:
+        cmd += ["--jobs", str(jobs), "--chunksize", "1"]
+    return cmd
+
+
+def candidate_files(root: Path, targets: list) -> tuple:
+    """(files relative to root that mention an allocation name, InputErrors)."""
+    files, errors, seen = [], [], set()
+
+    def consider(path: Path):
+        try:
+            real = path.resolve()
+            if real in seen:
+                return
+            seen.add(real)
+            data = path.read_bytes()
+        except OSError as exc:
+            errors.append(InputError(_rel(root, path), f"cannot read: {exc.strerror or exc}"))
+            return
+        if any(t in data for t in TRIGGERS):
+            files.append(_rel(root, path))
+
+    for target in targets:
+        target = Path(target)
+        if not target.is_absolute():
+            target = root / target
+        if target.is_file():
+            consider(target)
+        elif target.is_dir():
+            for dirpath, dirnames, filenames in os.walk(target, onerror=None):
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+                for name in sorted(filenames):
+                    if name.endswith(SOURCE_SUFFIXES):
+                        p = Path(dirpath) / name
+                        if p.is_file():
+                            consider(p)
+        else:
+            errors.append(InputError(_rel(root, target), "no such file or directory"))
+    return files, errors
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return Path(os.path.relpath(Path(path).absolute(), Path(root).absolute())).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def parse_report(text: str) -> list:
+    """Report lines -> [(path, line, col0, end0, message)]; other lines are ignored."""
+    out = []
+    for raw in text.splitlines():
+        m = _REPORT_RE.match(raw)
+        if m:
+            out.append((m["path"], int(m["line"]), int(m["col"]), int(m["end"]), m["msg"]))
+    return out
+
+
+def _source_line(root: Path, path: str, line: int) -> str:
+    try:
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        return lines[line - 1]
+    except (OSError, IndexError):
+        return ""
+
+
+def _finding(root: Path, rule, path: str, line: int, col0: int, end0: int) -> Finding:
+    path = Path(os.path.normpath(path)).as_posix()
+    text = _source_line(root, path, line)
+    name = text[col0:end0] if end0 <= len(text) else ""
+    note = f"call of {name}()" if name else "call"
+    return Finding(
+        rule_id=rule.id, severity=rule.severity, path=path, line=line, col=col0 + 1,
+        message=rule.message, chain=(Step(path, line, text.strip(), note),),
+        migration=rule.fix_strategy, engine=ENGINE, end_col=end0,
+    )
+
+
+def run(root: Path, targets: list, catalogue, jobs: int = 1,
+        patches_dir: Path | None = None) -> tuple:
+    """Run every semantic patch in report mode over targets (files or directories, absolute
+    or relative to root). Returns (findings sorted by place, input errors).
+
+    spatch runs with root as its working directory, so paths are relative to root and the
+    rules find the tree's include/linux/workqueue.h (for WQ_PERCPU) from there.
+    """
+    root = Path(root).absolute()
+    jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)  # 0 or None: every core
+    patches = semantic_patches(catalogue, patches_dir)
+    if not patches:
+        where = patches_dir or semantic_patches_dir()
+        return [], [InputError(str(where), "no semantic patches found (*.cocci named after rule ids)")]
+    spatch_binary()  # fail early and clearly
+    files, errors = candidate_files(root, targets or [root])
+    if not files:
+        return [], errors
+    findings = {}
+    with tempfile.TemporaryDirectory(prefix="wqlint-cocci-") as tmp:
+        groups = Path(tmp) / "files"
+        groups.write_text("\n\n".join(files) + "\n", encoding="utf-8")
+        for rule_id, cocci in patches.items():
+            rule = catalogue[rule_id]
+            cmd = spatch_command(cocci, "report", jobs, files_given=True)
+            cmd += ["--tmp-dir", str(Path(tmp) / "par"), "--file-groups", str(groups)]
+            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
+                                  errors="replace", env=_env())
+            if proc.returncode != 0:
+                tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+                errors.append(InputError(cocci.name, f"spatch failed (exit {proc.returncode}): {tail}"))
+                continue
+            for path, line, col0, end0, msg in parse_report(proc.stdout):
+                if msg != rule.message:
+                    errors.append(InputError(cocci.name, f"unexpected report text: {msg!r}"))
+                    continue
+                f = _finding(root, rule, path, line, col0, end0)
+                findings.setdefault((f.rule_id, f.path, f.line, f.col), f)
+    return sorted(findings.values(), key=Finding.sort_key), errors
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("LC_ALL", "C.UTF-8")
+    return env

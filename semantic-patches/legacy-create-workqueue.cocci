@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-only
+///
+/// Replace create_*workqueue() by alloc_workqueue()/alloc_ordered_workqueue()
+///
+/// create_workqueue(), create_singlethread_workqueue() and
+/// create_freezable_workqueue() are deprecated: they hide the flags and
+/// max_active of the queue (every one gets WQ_MEM_RECLAIM, a rescuer thread,
+/// and max_active 1).  Call alloc_workqueue() or alloc_ordered_workqueue()
+/// with explicit flags, then review whether WQ_MEM_RECLAIM is really needed.
+///
+//# The patch mode converts create_workqueue(n) to
+//# alloc_workqueue("%s", WQ_PERCPU | WQ_MEM_RECLAIM, 1, n) (without WQ_PERCPU
+//# in trees whose include/linux/workqueue.h does not define it) and
+//# create_singlethread_workqueue(n) to
+//# alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, n); a string literal name
+//# without '%' becomes the format itself.  The internal __WQ_LEGACY flag is
+//# dropped, as every upstream conversion does.  create_freezable_workqueue()
+//# is only reported: it gives an unbound queue with max_active 1 that is not
+//# ordered since v6.9, so the right replacement depends on whether ordering
+//# is needed; unbound-max-active-one.cocci proposes the ordered one.
+//
+// Confidence: High
+// Copyright: (C) 2026 The wqlint authors.
+// URL: https://coccinelle.gitlabpages.inria.fr/website
+// Options: --no-includes --include-headers
+// Requires: 1.1.1
+// Keywords: create_workqueue, create_singlethread_workqueue, alloc_workqueue
+//
+
+virtual patch
+virtual context
+virtual org
+virtual report
+
+@initialize:python@
+@@
+# -- shared helpers: keep this block identical in every wqlint .cocci file --
+import os
+import re
+
+CPU_RE = re.compile(r"\b(?:num_(?:online|possible|present|active)_cpus|nr_cpu_ids|NR_CPUS|cpumask_weight)\b")
+ID_RE = re.compile(r"(?<![\w.>$])([A-Za-z_]\w*)\b(?!\s*\()")
+FIELD_RE = re.compile(r"(?:->|\.)\s*([A-Za-z_]\w*)")
+PLAIN_RE = re.compile(r"[\w\s|()<]*")
+CALL_RE = re.compile(r"[A-Za-z_]\w*\s*\(")
+WQ_FLAGS = frozenset((
+    "WQ_BH", "WQ_UNBOUND", "WQ_FREEZABLE", "WQ_MEM_RECLAIM", "WQ_HIGHPRI",
+    "WQ_CPU_INTENSIVE", "WQ_SYSFS", "WQ_POWER_EFFICIENT", "WQ_PERCPU",
+    "__WQ_DESTROYING", "__WQ_DRAINING", "__WQ_ORDERED", "__WQ_LEGACY"))
+
+assigns = {}   # (file, function, local) -> [(line, right-hand side)]
+declared = set()  # (file, function, local) declared in the body of the function
+fields = {}    # (file, field) -> [(function, line, right-hand side)]
+calls = {}     # (file, line, column) -> the arguments of that allocation
+hits = set()   # (file, line, column) of the calls to report
+_trees = {}
+
+def _pos(p):
+    return (p[0].file, int(p[0].line), int(p[0].column))
+
+def in_function(p):
+    """Not in the body of a #define: wqlint scan reports macros at their uses."""
+    return p[0].current_element != "something_else"
+
+def add_call(p, *args):
+    if in_function(p):
+        calls[_pos(p)] = (p,) + tuple(str(a) for a in args)
+
+def decide(p):
+    """Judge the allocation at p once every fact of its file is known."""
+    key = _pos(p)
+    if key in calls:
+        args = calls.pop(key)
+        judge(args[0], *args[1:])
+    return key in hits
+
+def add_assign(p, x, e):
+    assigns.setdefault((p[0].file, p[0].current_element, str(x)), []).append((int(p[0].line), str(e)))
+
+def add_decl(p, x):
+    declared.add((p[0].file, p[0].current_element, str(x)))
+
+def add_field(p, fld, e):
+    fields.setdefault((p[0].file, str(fld)), []).append((p[0].current_element, int(p[0].line), str(e)))
+
+def _values(file, fn, x, line):
+    return [(l, e) for (l, e) in assigns.get((file, fn, x), ()) if l <= line]
+
+def cpu_derived(file, fn, e, line, seen=()):
+    """e is a CPU count or computed from one: directly, through locals of fn
+    assigned before line, or through struct fields assigned in this file."""
+    if CPU_RE.search(e):
+        return True
+    for fld in FIELD_RE.findall(e):
+        if "." + fld not in seen:
+            for (ffn, fline, rhs) in fields.get((file, fld), ()):
+                if cpu_derived(file, ffn, rhs, fline, seen + ("." + fld,)):
+                    return True
+    for x in ID_RE.findall(e):
+        if x not in seen:
+            for (l, rhs) in _values(file, fn, x, line):
+                if cpu_derived(file, fn, rhs, l, seen + (x,)):
+                    return True
+    return False
+
+def may_have(flag, file, fn, e, line, seen=()):
+    """flag is written in e or in a value given before line to a local in e."""
+    if re.search(r"\b%s\b" % flag, e):
+        return True
+    for x in ID_RE.findall(e):
+        if x not in seen:
+            for (l, rhs) in _values(file, fn, x, line):
+                if may_have(flag, file, fn, rhs, l, seen + (x,)):
+                    return True
+    return False
+
+def flag_names(file, fn, e, line, seen=()):
+    """Every WQ_* flag e can hold, or None when e is not fully known here:
+    only WQ_* constants, numbers, '|' and locals declared in fn whose every
+    value given before line is itself fully known."""
+    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
+        return None
+    names = set()
+    for x in re.findall(r"[A-Za-z_]\w*", e):
+        if x in WQ_FLAGS:
+            names.add(x)
+            continue
+        values = _values(file, fn, x, line)
+        if x in seen or (file, fn, x) not in declared or not values:
+            return None
+        for (l, rhs) in values:
+            sub = flag_names(file, fn, rhs, l, seen + (x,))
+            if sub is None:
+                return None
+            names |= sub
+    return names
+
+def literal(n):
+    """n is a string literal that can serve as a format string as it is."""
+    return re.fullmatch(r'"[^"%\\]*"', n) is not None
+
+def tree_defines(symbol, file):
+    """symbol is in include/linux/workqueue.h of the tree holding file, else of
+    the current directory (make coccicheck runs at the top); True if no tree."""
+    for d in (os.path.dirname(os.path.abspath(file)), os.getcwd()):
+        while True:
+            h = os.path.join(d, "include", "linux", "workqueue.h")
+            if h not in _trees:
+                _trees[h] = None
+                if os.path.isfile(h):
+                    with open(h, encoding="utf-8", errors="replace") as fh:
+                        _trees[h] = fh.read()
+            if _trees[h] is not None:
+                return re.search(r"\b%s\b" % symbol, _trees[h]) is not None
+            if os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
+    return True
+# -- end of shared helpers --
+
+MSG = "create_*workqueue() is deprecated: call alloc_workqueue() or alloc_ordered_workqueue() with explicit flags"
+
+@r@
+position p : script:python() { in_function(p) };
+@@
+
+(
+ create_workqueue@p(...)
+|
+ create_singlethread_workqueue@p(...)
+|
+ create_freezable_workqueue@p(...)
+)
+
+@depends on patch@
+expression n : script:python() { literal(n) };
+expression m : script:python() { not literal(m) };
+position p : script:python() { in_function(p) and tree_defines("WQ_PERCPU", p[0].file) };
+position q : script:python() { in_function(q) and not tree_defines("WQ_PERCPU", q[0].file) };
+position s : script:python() { in_function(s) };
+@@
+
+(
+- create_workqueue@p(n)
++ alloc_workqueue(n, WQ_PERCPU | WQ_MEM_RECLAIM, 1)
+|
+- create_workqueue@p(m)
++ alloc_workqueue("%s", WQ_PERCPU | WQ_MEM_RECLAIM, 1, m)
+|
+- create_workqueue@q(n)
++ alloc_workqueue(n, WQ_MEM_RECLAIM, 1)
+|
+- create_workqueue@q(m)
++ alloc_workqueue("%s", WQ_MEM_RECLAIM, 1, m)
+|
+- create_singlethread_workqueue@s(n)
++ alloc_ordered_workqueue(n, WQ_MEM_RECLAIM)
+|
+- create_singlethread_workqueue@s(m)
++ alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, m)
+)
+
+@depends on context@
+position r.p;
+@@
+
+(
+* create_workqueue@p(...)
+|
+* create_singlethread_workqueue@p(...)
+|
+* create_freezable_workqueue@p(...)
+)
+
+@script:python depends on org@
+p << r.p;
+@@
+coccilib.org.print_todo(p[0], MSG)
+
+@script:python depends on report@
+p << r.p;
+@@
+coccilib.report.print_report(p[0], MSG)

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0-only
+///
+/// Say WQ_PERCPU or WQ_UNBOUND in every alloc_workqueue()
+///
+/// Upstream plans to make unbound the default for alloc_workqueue()
+/// (930c2ea566af added WQ_PERCPU for the migration).  A workqueue that relies
+/// on the per-CPU default today changes behaviour silently when that happens.
+/// The patch mode adds WQ_PERCPU, which keeps today's behaviour; make the
+/// queue WQ_UNBOUND instead if it was meant to be unbound.
+///
+//# Only in trees whose include/linux/workqueue.h defines WQ_PERCPU (looked up
+//# from the file upwards, then from the current directory; assumed defined
+//# when no tree is found).  Reported only when every flag is known here:
+//# WQ_* constants and locals of the calling function whose every value given
+//# before the call is known (a later |= is seen).  Flags from parameters,
+//# fields, macros or a ternary with a run-time condition, wrappers and
+//# functions Coccinelle cannot parse are left to `wqlint scan`.
+//
+// Confidence: High
+// Copyright: (C) 2026 The wqlint authors.
+// URL: https://coccinelle.gitlabpages.inria.fr/website
+// Options: --no-includes --include-headers
+// Requires: 1.1.1
+// Keywords: alloc_workqueue, WQ_PERCPU, WQ_UNBOUND
+//
+
+virtual patch
+virtual context
+virtual org
+virtual report
+
+@initialize:python@
+@@
+# -- shared helpers: keep this block identical in every wqlint .cocci file --
+import os
+import re
+
+CPU_RE = re.compile(r"\b(?:num_(?:online|possible|present|active)_cpus|nr_cpu_ids|NR_CPUS|cpumask_weight)\b")
+ID_RE = re.compile(r"(?<![\w.>$])([A-Za-z_]\w*)\b(?!\s*\()")
+FIELD_RE = re.compile(r"(?:->|\.)\s*([A-Za-z_]\w*)")
+PLAIN_RE = re.compile(r"[\w\s|()<]*")
+CALL_RE = re.compile(r"[A-Za-z_]\w*\s*\(")
+WQ_FLAGS = frozenset((
+    "WQ_BH", "WQ_UNBOUND", "WQ_FREEZABLE", "WQ_MEM_RECLAIM", "WQ_HIGHPRI",
+    "WQ_CPU_INTENSIVE", "WQ_SYSFS", "WQ_POWER_EFFICIENT", "WQ_PERCPU",
+    "__WQ_DESTROYING", "__WQ_DRAINING", "__WQ_ORDERED", "__WQ_LEGACY"))
+
+assigns = {}   # (file, function, local) -> [(line, right-hand side)]
+declared = set()  # (file, function, local) declared in the body of the function
+fields = {}    # (file, field) -> [(function, line, right-hand side)]
+calls = {}     # (file, line, column) -> the arguments of that allocation
+hits = set()   # (file, line, column) of the calls to report
+_trees = {}
+
+def _pos(p):
+    return (p[0].file, int(p[0].line), int(p[0].column))
+
+def in_function(p):
+    """Not in the body of a #define: wqlint scan reports macros at their uses."""
+    return p[0].current_element != "something_else"
+
+def add_call(p, *args):
+    if in_function(p):
+        calls[_pos(p)] = (p,) + tuple(str(a) for a in args)
+
+def decide(p):
+    """Judge the allocation at p once every fact of its file is known."""
+    key = _pos(p)
+    if key in calls:
+        args = calls.pop(key)
+        judge(args[0], *args[1:])
+    return key in hits
+
+def add_assign(p, x, e):
+    assigns.setdefault((p[0].file, p[0].current_element, str(x)), []).append((int(p[0].line), str(e)))
+
+def add_decl(p, x):
+    declared.add((p[0].file, p[0].current_element, str(x)))
+
+def add_field(p, fld, e):
+    fields.setdefault((p[0].file, str(fld)), []).append((p[0].current_element, int(p[0].line), str(e)))
+
+def _values(file, fn, x, line):
+    return [(l, e) for (l, e) in assigns.get((file, fn, x), ()) if l <= line]
+
+def cpu_derived(file, fn, e, line, seen=()):
+    """e is a CPU count or computed from one: directly, through locals of fn
+    assigned before line, or through struct fields assigned in this file."""
+    if CPU_RE.search(e):
+        return True
+    for fld in FIELD_RE.findall(e):
+        if "." + fld not in seen:
+            for (ffn, fline, rhs) in fields.get((file, fld), ()):
+                if cpu_derived(file, ffn, rhs, fline, seen + ("." + fld,)):
+                    return True
+    for x in ID_RE.findall(e):
+        if x not in seen:
+            for (l, rhs) in _values(file, fn, x, line):
+                if cpu_derived(file, fn, rhs, l, seen + (x,)):
+                    return True
+    return False
+
+def may_have(flag, file, fn, e, line, seen=()):
+    """flag is written in e or in a value given before line to a local in e."""
+    if re.search(r"\b%s\b" % flag, e):
+        return True
+    for x in ID_RE.findall(e):
+        if x not in seen:
+            for (l, rhs) in _values(file, fn, x, line):
+                if may_have(flag, file, fn, rhs, l, seen + (x,)):
+                    return True
+    return False
+
+def flag_names(file, fn, e, line, seen=()):
+    """Every WQ_* flag e can hold, or None when e is not fully known here:
+    only WQ_* constants, numbers, '|' and locals declared in fn whose every
+    value given before line is itself fully known."""
+    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
+        return None
+    names = set()
+    for x in re.findall(r"[A-Za-z_]\w*", e):
+        if x in WQ_FLAGS:
+            names.add(x)
+            continue
+        values = _values(file, fn, x, line)
+        if x in seen or (file, fn, x) not in declared or not values:
+            return None
+        for (l, rhs) in values:
+            sub = flag_names(file, fn, rhs, l, seen + (x,))
+            if sub is None:
+                return None
+            names |= sub
+    return names
+
+def literal(n):
+    """n is a string literal that can serve as a format string as it is."""
+    return re.fullmatch(r'"[^"%\\]*"', n) is not None
+
+def tree_defines(symbol, file):
+    """symbol is in include/linux/workqueue.h of the tree holding file, else of
+    the current directory (make coccicheck runs at the top); True if no tree."""
+    for d in (os.path.dirname(os.path.abspath(file)), os.getcwd()):
+        while True:
+            h = os.path.join(d, "include", "linux", "workqueue.h")
+            if h not in _trees:
+                _trees[h] = None
+                if os.path.isfile(h):
+                    with open(h, encoding="utf-8", errors="replace") as fh:
+                        _trees[h] = fh.read()
+            if _trees[h] is not None:
+                return re.search(r"\b%s\b" % symbol, _trees[h]) is not None
+            if os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
+    return True
+# -- end of shared helpers --
+
+MSG = "alloc_workqueue() without WQ_PERCPU or WQ_UNBOUND: say which one, unbound is becoming the default"
+
+def judge(p, f):
+    file, fn, line = p[0].file, p[0].current_element, int(p[0].line)
+    names = flag_names(file, fn, f, line)
+    if names is None or names & {"WQ_UNBOUND", "WQ_PERCPU", "WQ_BH"}:
+        return
+    if tree_defines("WQ_PERCPU", file):
+        hits.add(_pos(p))
+
+// Every allocation; judged in rule r, once the facts of its file are known.
+
+@alloc@
+expression fmt, f, m, dev;
+position p;
+@@
+
+(
+ alloc_workqueue@p(fmt, f, m, ...)
+|
+ alloc_workqueue_lockdep_map@p(fmt, f, m, ...)
+|
+ devm_alloc_workqueue@p(dev, fmt, f, m, ...)
+)
+
+@script:python@
+f << alloc.f;
+p << alloc.p;
+@@
+add_call(p, f)
+
+// Facts about a file with allocations: values given to locals and to fields.
+
+@assign depends on alloc@
+local idexpression x;
+expression e;
+position p;
+@@
+
+(
+ x@p = e
+|
+ x@p |= e
+)
+
+@script:python@
+x << assign.x;
+e << assign.e;
+p << assign.p;
+@@
+add_assign(p, x, e)
+
+@dinit depends on alloc@
+identifier x;
+type T;
+expression e;
+position p;
+@@
+
+ T x@p = e;
+
+@script:python@
+x << dinit.x;
+e << dinit.e;
+p << dinit.p;
+@@
+add_decl(p, x)
+add_assign(p, x, e)
+
+@dvar depends on alloc@
+identifier x;
+type T;
+position p;
+@@
+
+ T x@p;
+
+@script:python@
+x << dvar.x;
+p << dvar.p;
+@@
+add_decl(p, x)
+
+@fset depends on alloc@
+identifier fld;
+expression s, e;
+position p;
+@@
+
+(
+ s->fld@p = e
+|
+ s.fld@p = e
+)
+
+@script:python@
+fld << fset.fld;
+e << fset.e;
+p << fset.p;
+@@
+add_field(p, fld, e)
+
+@r@
+position p : script:python() { decide(p) };
+@@
+
+(
+ alloc_workqueue@p(...)
+|
+ alloc_workqueue_lockdep_map@p(...)
+|
+ devm_alloc_workqueue@p(...)
+)
+
+// Patch: WQ_PERCPU goes last, as in the upstream migration.
+
+@depends on patch@
+position p : script:python() { _pos(p) in hits };
+expression fmt, dev, e1, e2, f;
+@@
+
+(
+ alloc_workqueue@p(fmt,
+(
+- 0
++ WQ_PERCPU
+|
+ e1 |
+- e2
++ e2 | WQ_PERCPU
+|
+- f
++ f | WQ_PERCPU
+)
+ , ...)
+|
+ alloc_workqueue_lockdep_map@p(fmt,
+(
+- 0
++ WQ_PERCPU
+|
+ e1 |
+- e2
++ e2 | WQ_PERCPU
+|
+- f
++ f | WQ_PERCPU
+)
+ , ...)
+|
+ devm_alloc_workqueue@p(dev, fmt,
+(
+- 0
++ WQ_PERCPU
+|
+ e1 |
+- e2
++ e2 | WQ_PERCPU
+|
+- f
++ f | WQ_PERCPU
+)
+ , ...)
+)
+
+@depends on context@
+position r.p;
+@@
+
+(
+* alloc_workqueue@p(...)
+|
+* alloc_workqueue_lockdep_map@p(...)
+|
+* devm_alloc_workqueue@p(...)
+)
+
+@script:python depends on org@
+p << r.p;
+@@
+coccilib.org.print_todo(p[0], MSG)
+
+@script:python depends on report@
+p << r.p;
+@@
+coccilib.report.print_report(p[0], MSG)

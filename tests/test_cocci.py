@@ -1,0 +1,455 @@
+"""The Coccinelle rules (semantic-patches/*.cocci) and the Coccinelle engine (wqlint.cocci).
+
+Real spatch runs in every mode on tests/fixtures/cocci/ and its output is compared with the
+golden files in tests/fixtures/cocci/expected/ (regenerate them with WQLINT_UPDATE_GOLDEN=1
+and review the diff). The fixtures mark every expected report in place: `// ruleid: <id>`
+on the lines above a call that must be reported, `// ok: <id>` above one that must not.
+Tests marked ``kernel`` run the kernel's own `make coccicheck` in Debian's linux-source-6.12.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from wqlint import catalogue, cocci
+from wqlint.finding import Finding
+
+REPO = Path(__file__).resolve().parents[1]
+PATCHES = REPO / "semantic-patches"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cocci"
+GOLDEN = FIXTURES / "expected"
+UPDATE = os.environ.get("WQLINT_UPDATE_GOLDEN") == "1"
+
+# Rules with a semantic patch, and the modes each implements.
+MODES = {
+    "unbound-max-active-cpu-count": ("context", "org", "report"),
+    "percpu-max-active-cpu-count": ("context", "org", "report"),
+    "unbound-max-active-one": ("patch", "context", "org", "report"),
+    "missing-affinity-flag": ("patch", "context", "org", "report"),
+    "legacy-create-workqueue": ("patch", "context", "org", "report"),
+}
+RULES = sorted(MODES)
+CASES = [(rule, mode) for rule in RULES for mode in MODES[rule]]
+
+needs_spatch = pytest.mark.skipif(
+    shutil.which(os.environ.get("SPATCH", "spatch")) is None,
+    reason="spatch missing: install Debian's package coccinelle (scripts/setup does)")
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return catalogue.load(REPO / "rules.yaml")
+
+
+def cocci_file(rule: str) -> Path:
+    return PATCHES / f"{rule}.cocci"
+
+
+def spatch(rule: str, mode: str, cwd: Path = FIXTURES, jobs: int = 1) -> str:
+    """spatch over cwd as make coccicheck runs it, in one mode; stdout."""
+    cmd = cocci.spatch_command(cocci_file(rule), mode, jobs) + ["--dir", "."]
+    if mode in ("patch", "context"):
+        cmd += ["--patch", "."]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr
+    return proc.stdout
+
+
+def sorted_lines(text: str) -> str:
+    return "".join(sorted(line + "\n" for line in text.splitlines() if line.strip()))
+
+
+def sorted_diffs(text: str) -> str:
+    """spatch prints one diff per file in any order; sort them by file, drop temp paths."""
+    chunks = re.split(r"(?m)^(?=diff -u -p )", text)
+    chunks = [re.sub(r"(?m)^(diff -u -p \S+) /tmp/\S+$", r"\1", c) for c in chunks if c.strip()]
+    chunks = [re.sub(r"(?m)^\+\+\+ /tmp/nothing/(\S+)$", r"+++ \1", c) for c in chunks]
+    return "".join(sorted(chunks))
+
+
+def read_golden(name: str) -> str:
+    path = GOLDEN / name
+    assert path.is_file(), f"{path} missing: run with WQLINT_UPDATE_GOLDEN=1 and review it"
+    return path.read_text(encoding="utf-8")
+
+
+def golden(name: str, actual: str) -> str:
+    """The golden file's text; with WQLINT_UPDATE_GOLDEN=1 first (re)written from actual."""
+    if UPDATE:
+        path = GOLDEN / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+    return read_golden(name)
+
+
+def annotations() -> dict:
+    """rule id -> {(path, line)} that the fixtures mark `// ruleid:`; and the `// ok:` ones."""
+    marked = {"ruleid": {}, "ok": {}}
+    for path in sorted(FIXTURES.rglob("*.c")):
+        rel = path.relative_to(FIXTURES).as_posix()
+        pending = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.match(r"\s*//\s*(ruleid|ok):\s*(.+?)\s*$", line)
+            if m:
+                pending += [(m.group(1), r.strip()) for r in m.group(2).split(",")]
+                continue
+            for kind, rule in pending:
+                marked[kind].setdefault(rule, set()).add((rel, n))
+            pending = []
+    return marked
+
+
+# -- the files themselves -------------------------------------------------------------------
+
+def test_one_cocci_per_expressible_rule(cat):
+    present = sorted(p.stem for p in PATCHES.glob("*.cocci"))
+    assert present == RULES
+    assert set(present) <= set(cat.ids())
+    assert cocci.semantic_patches(cat, PATCHES) == {r: cocci_file(r) for r in RULES}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_kernel_style_header(rule):
+    text = cocci_file(rule).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "// SPDX-License-Identifier: GPL-2.0-only"
+    subject = [l for l in lines if l.startswith("///") and l[3:].strip()]
+    assert subject and len(subject[0]) <= 80
+    assert any(l.startswith("//#") for l in lines), "known limits (//#) missing"
+    for key in ("Confidence", "Options", "Requires", "Keywords", "URL"):
+        assert re.search(rf"(?m)^// {key}:", text), key
+    assert all(len(l) <= 80 for l in lines if l.startswith("//")), "header lines over 80 columns"
+    assert re.search(r"(?m)^// Requires: 1\.1\.1$", text)
+    declared = re.findall(r"(?m)^virtual (\w+)$", text)
+    assert sorted(declared) == sorted(MODES[rule]), "virtual only for the modes implemented"
+    for mode in ("patch", "context", "org", "report"):
+        used = re.search(rf"depends on [^@]*\b{mode}\b", text) is not None
+        assert used == (mode in declared), mode
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_message_is_the_catalogue_message(rule, cat):
+    text = cocci_file(rule).read_text(encoding="utf-8")
+    msgs = re.findall(r'(?m)^MSG = "(.*)"$', text)
+    assert msgs == [cat[rule].message]
+    assert "coccilib.report.print_report(p[0], MSG)" in text
+    assert "coccilib.org.print_todo(p[0], MSG)" in text
+
+
+def test_shared_helpers_are_identical():
+    def block(rule):
+        text = cocci_file(rule).read_text(encoding="utf-8")
+        m = re.search(r"(?ms)^# -- shared helpers.*?^# -- end of shared helpers --$", text)
+        assert m, rule
+        return m.group(0)
+    blocks = {rule: block(rule) for rule in RULES}
+    assert len(set(blocks.values())) == 1, "keep the shared helper block identical in every file"
+
+
+# -- spatch on the fixtures, in every mode --------------------------------------------------
+
+@needs_spatch
+@pytest.mark.parametrize("rule", RULES)
+def test_report_matches_fixture_annotations(rule, cat):
+    reported = set()
+    for line in spatch(rule, "report").splitlines():
+        path, n, _, msg = line.split(":", 3)
+        assert msg == " " + cat[rule].message
+        reported.add((os.path.normpath(path), int(n)))
+    marked = annotations()
+    assert reported == marked["ruleid"].get(rule, set())
+    assert not reported & marked["ok"].get(rule, set())
+
+
+@needs_spatch
+@pytest.mark.parametrize("rule,mode", CASES)
+def test_mode_output_is_golden(rule, mode):
+    out = spatch(rule, mode)
+    actual = sorted_diffs(out) if mode in ("patch", "context") else sorted_lines(out)
+    assert actual.strip(), f"{rule} printed nothing in {mode} mode"
+    assert actual == golden(f"{rule}.{mode}", actual)
+
+
+@needs_spatch
+@pytest.mark.parametrize("rule,mode", [c for c in CASES if c[1] in ("report", "org")])
+def test_report_and_org_print_the_catalogue_message(rule, mode, cat):
+    for line in spatch(rule, mode).splitlines():
+        if mode == "report":
+            assert line.endswith(": " + cat[rule].message)
+        else:
+            assert line.startswith("* TODO [[view:") and line.endswith("][" + cat[rule].message + "]]")
+
+
+@needs_spatch
+@pytest.mark.parametrize("rule", [r for r in RULES if "patch" in MODES[r]])
+def test_patch_applies_with_git_apply(rule, tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES, tree, ignore=shutil.ignore_patterns("expected"))
+    patch = tmp_path / f"{rule}.patch"
+    patch.write_text(spatch(rule, "patch", cwd=tree), encoding="utf-8")
+    assert patch.read_text().strip()
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=tree,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    subprocess.run(["git", "apply", str(patch)], cwd=tree, check=True)
+    # Once applied, the rule has nothing left to convert.
+    assert spatch(rule, "patch", cwd=tree).strip() == ""
+
+
+@needs_spatch
+def test_patch_adds_wq_percpu_only_where_the_tree_defines_it():
+    out = spatch("legacy-create-workqueue", "patch")
+    old = out[out.index("old-tree/drivers/old_legacy.c"):].split("\ndiff -u -p", 1)[0]
+    added = [line for line in old.splitlines() if line.startswith("+\t")]
+    assert len(added) == 2 and not any("WQ_PERCPU" in line for line in added)
+    assert "old-tree" not in spatch("missing-affinity-flag", "report")
+
+
+@needs_spatch
+def test_sysfs_queue_is_reported_but_not_converted():
+    assert "max_active_one.c:21:" in spatch("unbound-max-active-one", "report")
+    removed = [l for l in spatch("unbound-max-active-one", "patch").splitlines() if l.startswith("-\t")]
+    assert removed and not any("bar_sysfs" in line for line in removed)
+
+
+# -- the engine -----------------------------------------------------------------------------
+
+def expected_findings(cat) -> list:
+    """What the report goldens say, as (rule, path, line, column 1-based, end column)."""
+    out = []
+    for rule in RULES:
+        for line in read_golden(f"{rule}.report").splitlines():
+            path, n, cols, _ = line.split(":", 3)
+            start, end = cols.split("-")
+            out.append((rule, os.path.normpath(path), int(n), int(start) + 1, int(end)))
+    return sorted(out, key=lambda t: (t[1], t[2], t[3], t[0]))
+
+
+@needs_spatch
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_engine_run_gives_findings(cat, jobs):
+    findings, errors = cocci.run(FIXTURES, [Path(".")], cat, jobs)
+    assert errors == []
+    got = [(f.rule_id, f.path, f.line, f.col, f.end_col) for f in findings]
+    assert got == expected_findings(cat)
+    for f in findings:
+        assert isinstance(f, Finding)
+        assert f.engine == "coccinelle"
+        assert (f.severity, f.message) == (cat[f.rule_id].severity, cat[f.rule_id].message)
+        call = f.chain[0]
+        assert (call.path, call.line) == (f.path, f.line)
+        source = (FIXTURES / f.path).read_text().splitlines()[f.line - 1]
+        assert call.text == source.strip()
+        assert call.note == f"call of {source[f.col - 1:f.end_col]}()"
+
+
+@needs_spatch
+def test_engine_targets_and_paths_relative_to_root(cat):
+    findings, errors = cocci.run(FIXTURES / "drivers", [FIXTURES / "drivers" / "legacy.c"], cat, 1)
+    assert errors == []
+    assert {(f.rule_id, f.path, f.line) for f in findings} == {
+        ("legacy-create-workqueue", "legacy.c", n) for n in (13, 15, 17, 19, 22)
+    } | {("unbound-max-active-one", "legacy.c", 22)}
+    findings, errors = cocci.run(FIXTURES, [Path("no/such/dir")], cat, 1)
+    assert findings == [] and [str(e) for e in errors] == ["Error: no/such/dir: no such file or directory"]
+
+
+@needs_spatch
+def test_engine_leaves_the_tree_alone(cat, tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES, tree)
+    (tree / ".cocciconfig").write_text("[spatch]\n\toptions = --use-gitgrep\n")
+    before = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
+    findings, errors = cocci.run(tree, [Path(".")], cat, 2)
+    assert errors == [] and findings
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*")) == before
+
+
+@needs_spatch
+def test_listed_files_disable_the_scanner_of_cocciconfig():
+    cmd = cocci.spatch_command(cocci_file("legacy-create-workqueue"), "report", 2, files_given=True)
+    assert "--no-scanner" in cmd and "--jobs" in cmd and "--no-show-diff" in cmd
+    assert cmd[cmd.index("--cocci-file") + 1] == str(cocci_file("legacy-create-workqueue"))
+
+
+def test_missing_spatch_says_how_to_install(cat, monkeypatch):
+    monkeypatch.setenv("SPATCH", "spatch-that-is-not-installed")
+    with pytest.raises(cocci.SpatchNotFound) as exc:
+        cocci.run(FIXTURES, [Path(".")], cat, 1)
+    assert "apt-get install coccinelle" in str(exc.value)
+    assert "coccinelle" in str(exc.value)
+
+
+def test_semantic_patches_dir_lookup(monkeypatch, tmp_path):
+    monkeypatch.delenv("WQLINT_SEMANTIC_PATCHES", raising=False)
+    assert cocci.semantic_patches_dir().resolve() in (
+        PATCHES.resolve(), (Path(cocci.__file__).parent / "semantic-patches").resolve())
+    monkeypatch.setenv("WQLINT_SEMANTIC_PATCHES", str(tmp_path))
+    assert cocci.semantic_patches_dir() == tmp_path
+
+
+# -- parity with the tree-sitter engine (issue item 5) --------------------------------------
+
+def scanner_available() -> str:
+    try:
+        import wqlint.scan.engine  # noqa: F401
+    except Exception as exc:  # not written yet, or broken
+        return f"`wqlint scan` is not available yet (import wqlint.scan.engine: {exc})"
+    return ""
+
+
+def scan_json(root: Path, targets: list) -> set:
+    """(rule, path relative to root, line) of every `wqlint scan --format json` finding."""
+    env = dict(os.environ)
+    package_parent = str(Path(cocci.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "wqlint", "scan", "--format", "json",
+                           *[str(t) for t in targets]], cwd=root, capture_output=True, text=True,
+                          timeout=1800, env=env)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    assert proc.stdout.lstrip().startswith(("{", "[")), proc.stdout[:500] + proc.stderr[-2000:]
+    data = json.loads(proc.stdout)
+    items = data.get("findings", data.get("results", [])) if isinstance(data, dict) else data
+    out = set()
+    for item in items:
+        path = Path(item["path"])
+        if path.is_absolute():
+            path = Path(os.path.relpath(path, root))
+        out.add((item.get("rule") or item.get("rule_id"), path.as_posix(), int(item["line"])))
+    return out
+
+
+def assert_parity(cocci_findings: list, scanned: set):
+    missing = sorted({(f.rule_id, f.path, f.line) for f in cocci_findings} - scanned)
+    assert not missing, "Coccinelle reports sites `wqlint scan` does not:\n" + "\n".join(
+        f"  {p}:{n}: [{r}]" for r, p, n in missing)
+
+
+@needs_spatch
+@pytest.mark.skipif(bool(scanner_available()), reason=scanner_available() or "-")
+def test_parity_on_fixtures(cat):
+    findings, errors = cocci.run(FIXTURES, [Path(".")], cat, 2)
+    assert errors == []
+    assert_parity(findings, scan_json(FIXTURES, ["."]))
+
+
+# -- the kernel's own make coccicheck on Debian's linux-source-6.12 -------------------------
+
+# The seed's directories, fs/erofs (the one other CPU-count site in 6.12), and directories
+# with unbound max_active 1 (ext4, hfi1 with WQ_SYSFS) and create_*workqueue() sites.
+KERNEL_DIRS = ("fs/crypto", "fs/f2fs", "fs/verity", "block", "drivers/md",
+               "drivers/crypto/hisilicon", "fs/btrfs", "fs/erofs", "fs/ext4",
+               "drivers/infiniband/hw/hfi1", "drivers/hv", "drivers/power/supply",
+               "net/nfc/nci")
+
+
+def coccicheck(tree: Path, rule: str, mode: str, subdir: str) -> str:
+    """The kernel's make coccicheck. With J>1 spatch keeps its work directory in the current
+    directory (the tree) while it runs, so SPFLAGS moves it out: the tree stays untouched."""
+    with tempfile.TemporaryDirectory(prefix="wqlint-coccicheck-") as tmp:
+        proc = subprocess.run(
+            ["make", "-s", "coccicheck", f"MODE={mode}", f"COCCI={cocci_file(rule)}",
+             f"M={subdir}", "J=2", f"SPFLAGS=--tmp-dir {tmp}/par"],
+            cwd=tree, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.stdout
+
+
+def report_lines(out: str) -> list:
+    return [l for l in out.splitlines() if re.match(r"^\S+:\d+:\d+-\d+: ", l)]
+
+
+def tree_listing(tree: Path) -> list:
+    return sorted(os.listdir(tree))
+
+
+@pytest.mark.kernel
+@needs_spatch
+@pytest.mark.parametrize("rule", RULES)
+def test_make_coccicheck_report_on_linux_6_12(linux_6_12, rule):
+    before = tree_listing(linux_6_12)
+    lines, started = [], time.monotonic()
+    for subdir in KERNEL_DIRS:
+        lines += report_lines(coccicheck(linux_6_12, rule, "report", subdir))
+    actual = sorted_lines("\n".join(lines))
+    assert actual == golden(f"linux-6.12/{rule}.report", actual)
+    assert tree_listing(linux_6_12) == before, "make coccicheck wrote into the tree"
+    print(f"{rule}: {len(lines)} reports in {time.monotonic() - started:.1f}s")
+
+
+@pytest.mark.kernel
+@needs_spatch
+@pytest.mark.parametrize("rule", [r for r in RULES if "patch" in MODES[r]])
+def test_make_coccicheck_patch_applies_on_linux_6_12(linux_6_12, rule, tmp_path):
+    patch = tmp_path / f"{rule}.patch"
+    text = "".join(coccicheck(linux_6_12, rule, "patch", d) for d in KERNEL_DIRS)
+    diffs = "".join(re.findall(r"(?ms)^diff -u -p .*?(?=^diff -u -p |\Z)", text))
+    patch.write_text(diffs, encoding="utf-8")
+    if not diffs.strip():
+        pytest.skip(f"{rule} converts nothing in {', '.join(KERNEL_DIRS)}")
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=linux_6_12,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.kernel
+@needs_spatch
+@pytest.mark.parametrize("mode", ["context", "org"])
+def test_make_coccicheck_other_modes_on_linux_6_12(linux_6_12, mode):
+    out = coccicheck(linux_6_12, "unbound-max-active-cpu-count", mode, "fs/btrfs")
+    if mode == "org":
+        assert sum(l.startswith("* TODO [[view:fs/btrfs/disk-io.c::") for l in out.splitlines()) == 4
+    else:
+        assert len(re.findall(r"(?m)^-.*alloc_workqueue\(", out)) == 4
+
+
+@pytest.mark.kernel
+@needs_spatch
+def test_engine_on_linux_6_12_matches_make_coccicheck(linux_6_12, cat):
+    findings, errors = cocci.run(linux_6_12, list(KERNEL_DIRS), cat, 2)
+    assert errors == []
+    got = sorted_lines("\n".join(
+        f"{f.path}:{f.line}:{f.col - 1}-{f.end_col}: {f.message}" for f in findings))
+    want = "".join(read_golden(f"linux-6.12/{rule}.report") for rule in RULES)
+    assert got == sorted_lines(want)
+
+
+@pytest.mark.kernel
+@needs_spatch
+@pytest.mark.skipif(bool(scanner_available()), reason=scanner_available() or "-")
+def test_parity_on_linux_6_12_slice(linux_6_12, cat):
+    findings, errors = cocci.run(linux_6_12, list(KERNEL_DIRS), cat, 2)
+    assert errors == []
+    assert_parity(findings, scan_json(linux_6_12, list(KERNEL_DIRS)))
+
+
+@pytest.mark.kernel
+@needs_spatch
+def test_make_coccicheck_on_linux_6_1_without_wq_percpu(linux_6_1, tmp_path):
+    """6.1 has no WQ_PERCPU: no missing-affinity-flag reports, conversions without it."""
+    assert report_lines(coccicheck(linux_6_1, "missing-affinity-flag", "report", "drivers/hv")) == []
+    out = coccicheck(linux_6_1, "legacy-create-workqueue", "patch", "drivers/hv")
+    added = [l for l in out.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    assert [l.strip("+\t ") for l in added] == [
+        'vmbus_connection.work_queue = alloc_workqueue("hv_vmbus_con",',
+        "WQ_MEM_RECLAIM, 1);",
+        'alloc_workqueue("hv_vmbus_rescind", WQ_MEM_RECLAIM, 1);',
+        'alloc_workqueue("hv_pri_chan", WQ_MEM_RECLAIM, 1);',
+        'alloc_workqueue("hv_sub_chan", WQ_MEM_RECLAIM, 1);',
+    ]
+    patch = tmp_path / "legacy.patch"
+    patch.write_text(out[out.index("diff -u -p"):], encoding="utf-8")
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=linux_6_1,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
