@@ -5,13 +5,14 @@ key, a duplicate id or a bad value is a CatalogueError that names ``rules.yaml:L
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import yaml
+
+from wqlint.project_files import locate
 
 SEVERITIES = ("error", "warning", "note")
 FIX_SAFETY = ("safe", "unsafe", "manual")
@@ -89,14 +90,8 @@ class Catalogue:
 
 
 def default_path() -> Path:
-    """rules.yaml: $WQLINT_RULES, the copy packaged in a wheel, or the checkout's top level."""
-    env = os.environ.get("WQLINT_RULES")
-    if env:
-        return Path(env)
-    packaged = Path(__file__).with_name("rules.yaml")
-    if packaged.is_file():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "rules.yaml"
+    """rules.yaml: $WQLINT_RULES, a packaged copy, or the checkout's top level."""
+    return locate("rules.yaml", "WQLINT_RULES")
 
 
 def _err(path: str, node, problem: str) -> CatalogueError:

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from wqlint.finding import Finding, InputError, Step
+from wqlint.project_files import locate
 
 ENGINE = "coccinelle"
 # Names whose presence makes a file worth parsing (spatch would otherwise parse every file).
@@ -45,15 +46,8 @@ class SpatchNotFound(RuntimeError):
 
 
 def semantic_patches_dir() -> Path:
-    """The .cocci files: $WQLINT_SEMANTIC_PATCHES, the copy packaged in a wheel, or the
-    checkout's top-level semantic-patches/ (as catalogue.default_path() finds rules.yaml)."""
-    env = os.environ.get("WQLINT_SEMANTIC_PATCHES")
-    if env:
-        return Path(env)
-    packaged = Path(__file__).with_name("semantic-patches")
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "semantic-patches"
+    """The .cocci files: $WQLINT_SEMANTIC_PATCHES, a packaged copy, or the checkout's."""
+    return locate("semantic-patches", "WQLINT_SEMANTIC_PATCHES")
 
 
 def semantic_patches(catalogue, directory: Path | None = None) -> dict:
