@@ -332,9 +332,9 @@ class OverlayIndex(TreeIndex):
                 got.append(rel)
         return sorted(got)
 
-    def _grep(self, tokens: list, regex: Optional[str] = None):
+    def _grep(self, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
         # Lines of overlaid files come from memory (TreeIndex.fetch searches `extra`).
-        return [hit for hit in super()._grep(tokens, regex) if hit[0] not in self.overlay]
+        return [hit for hit in super()._grep(tokens, regex, paths) if hit[0] not in self.overlay]
 
 
 class OverlayEngine(Engine):

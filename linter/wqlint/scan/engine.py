@@ -283,7 +283,7 @@ class Engine:
             if any(re.search(r"\b" + sink + r"\s*\(", m.group(0)) for sink in SINKS):
                 self.index.occurrences(m.group(1))
         for m in re.finditer(r"^\s*(_*WQ_\w+)\s*=", text, re.M):
-            self.index.occurrences(m.group(1), defs=True)
+            self.index.occurrences(m.group(1), defs=True, near=self.api_header)
 
     def run(self) -> Report:
         self._check_named_files()

@@ -43,6 +43,9 @@ class TreeIndex:
         self._units = None
         self._dir_cache: dict = {}
         self._lines: dict = {}  # (rel, line) -> bytes, as the search printed them
+        self._def_cover: dict = {}  # token -> scopes its definitions were searched in
+        self._def_want: dict = {}  # token -> scopes still to search
+        self._bases = None
 
     # -- files -------------------------------------------------------------------------
     def source(self, rel: str) -> Optional[SourceFile]:
@@ -111,7 +114,7 @@ class TreeIndex:
         return got
 
     # -- occurrences ---------------------------------------------------------------------
-    def occurrences(self, token: str, defs: bool = False) -> Optional[list]:
+    def occurrences(self, token: str, defs: bool = False, near: Optional[str] = None) -> Optional[list]:
         """[(rel, line)] where token occurs as a word, or None until it has been fetched.
 
         With defs, only lines that may define it: a #define, a function header in column 0,
@@ -120,19 +123,46 @@ class TreeIndex:
         """
         key = ("def", token) if defs else token
         found = self.fetched.get(key)
-        if found is None:
+        if defs:
+            where = self.definition_scope(near)
+            covered = self._def_cover.get(token, set())
+            if found is None or not where <= covered:
+                self._def_want.setdefault(token, set()).update(where)
+                self.pending.add(key)
+                self.misses += 1
+                return None
+        elif found is None:
             self.pending.add(key)
             self.misses += 1
         return found
 
+    def definition_scope(self, near: Optional[str]) -> set:
+        """Where a name used in file near can be defined so that resolution accepts it (see
+        resolve._nearest): the kernel's shared headers and libraries, and near's parent
+        directory with everything below it. '' stands for the whole tree."""
+        scope = set(self._def_bases())
+        if near is None:
+            return {""}
+        scope.add(definition_root(near))
+        return scope
+
+    def _def_bases(self) -> list:
+        if self._bases is None:
+            bases = [d for d in ("include", "lib", "kernel") if (self.root / d).is_dir()]
+            arch = self.root / "arch"
+            if arch.is_dir():
+                bases += sorted(relpath(p, self.root) for p in arch.glob("*/include") if p.is_dir())
+            self._bases = bases
+        return self._bases
+
     def fetch_pending(self) -> bool:
         """Fetch every queued token; False when nothing was queued."""
-        keys = sorted(self.pending - set(self.fetched), key=str)
+        keys = sorted((k for k in self.pending if not isinstance(k, str) or k not in self.fetched), key=str)
         self.pending.clear()
         if not keys:
             return False
         uses = [k for k in keys if isinstance(k, str)]
-        defs = [k[1] for k in keys if not isinstance(k, str)]
+        defs = sorted({k[1] for k in self.pending_defs(keys)})
         with ThreadPoolExecutor(2) as pool:  # the two searches overlap their I/O
             jobs = [pool.submit(self.fetch, uses)] if uses else []
             if defs:
@@ -141,12 +171,22 @@ class TreeIndex:
                 job.result()
         return True
 
+    @staticmethod
+    def pending_defs(keys):
+        return [k for k in keys if not isinstance(k, str)]
+
     def fetch(self, tokens: list, defs: bool = False) -> None:
         self.grep_rounds += 1
         results = {t: [] for t in tokens}
         wanted = {t.encode() for t in tokens}
         regex = definition_regex(tokens) if defs else None
-        for rel, line, content in self._grep(tokens, regex):
+        paths = None
+        if defs:
+            want = set()
+            for t in tokens:
+                want |= self._def_want.pop(t, set())
+            paths = self._search_paths(want)
+        for rel, line, content in self._grep(tokens, regex, paths):
             for ident in set(_IDENT_RE.findall(content)) & wanted:
                 results[ident.decode()].append((rel, line))
             self._lines[(rel, line)] = content
@@ -158,8 +198,36 @@ class TreeIndex:
                 for ident in set(_IDENT_RE.findall(content)) & wanted:
                     results[ident.decode()].append((rel, lineno))
         for token, occ in results.items():
-            occ.sort()
-            self.fetched[("def", token) if defs else token] = occ
+            if defs:
+                old = self.fetched.get(("def", token), [])
+                occ = sorted(set(old) | set(occ))
+                self._def_cover.setdefault(token, set()).update(want if paths is not None else {""})
+                if paths is None or "" in want:
+                    self._def_cover[token].add("")
+                self.fetched[("def", token)] = occ
+            else:
+                occ.sort()
+                self.fetched[token] = occ
+
+    def _search_paths(self, want: set):
+        """Paths (relative to root) that cover every wanted scope; None for the whole tree."""
+        if "" in want:
+            return None
+        out = []
+        for w in sorted(want):
+            if w.endswith("/*"):  # the files directly in a top-level directory (or the root)
+                base = w[:-2]
+                if base:
+                    out.extend(self.dir_files(base, recursive=False))
+                else:
+                    out.extend(relpath(p, self.root) for p in sorted(self.root.glob("*.[ch]")))
+            elif (self.root / w).exists():
+                out.append(w)
+        kept = []
+        for p in sorted(set(out)):
+            if not any(p.startswith(k + "/") for k in kept):
+                kept.append(p)
+        return kept
 
     def _work_units(self) -> list:
         """Paths to hand to grep, small enough to spread over -j processes."""
@@ -189,13 +257,15 @@ class TreeIndex:
             self._units = units
         return self._units
 
-    def _grep(self, tokens: list, regex: Optional[str] = None):
+    def _grep(self, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
         if not self.root.is_dir():
+            return []
+        if paths is not None and not paths:
             return []
         rg = shutil.which("rg")
         if rg:
-            return self._ripgrep(rg, tokens, regex)
-        units = self._work_units()
+            return self._ripgrep(rg, tokens, regex, paths)
+        units = self._work_units() if paths is None else [str(self.root / p) for p in paths]
         if not units:
             return []
         if shutil.which("grep") is None:
@@ -235,7 +305,7 @@ class TreeIndex:
                         continue
         return out
 
-    def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None):
+    def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
         """ripgrep walks and searches in parallel: several times less CPU than grep -r."""
         args = [rg, "-n", "--no-heading", "--null", "--no-ignore", "--binary", "--no-messages",
                 "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"]
@@ -245,7 +315,8 @@ class TreeIndex:
             args += ["-wF"]
             for t in tokens:
                 args += ["-e", t]
-        proc = subprocess.run(args + ["--", "."], cwd=self.root, capture_output=True,
+        proc = subprocess.run(args + ["--"] + (paths if paths is not None else ["."]), cwd=self.root,
+                              capture_output=True,
                               env=dict(os.environ, LC_ALL="C"))
         out = []
         for rec in proc.stdout.split(b"\n"):
@@ -313,3 +384,16 @@ def definition_regex(tokens: list) -> str:
         r"\b" + t + r"\s*(\[[^]]*\])?\s*[|+]?=[^=]",  # assignment or initialised declaration
         r"module_param.*\b" + t + r"\b",           # module parameter
     ])
+
+
+def definition_root(rel: str) -> str:
+    """The directory whose files may define what rel uses, besides the shared headers:
+    rel's parent directory from three levels down (drivers/net/ethernet/x/y.c: .../ethernet/x's
+    parent), its own directory above that (fs/btrfs, block), and only the top-level files for
+    a file at the root ('/*')."""
+    parts = rel.split("/")[:-1]
+    if len(parts) >= 3:
+        return "/".join(parts[:-1])
+    if parts:
+        return "/".join(parts)
+    return "/*"

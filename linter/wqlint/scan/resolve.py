@@ -14,7 +14,7 @@ from typing import Optional
 
 from wqlint.finding import Step
 from wqlint.scan import parser
-from wqlint.scan.index import TreeIndex
+from wqlint.scan.index import TreeIndex, definition_root
 from wqlint.scan.source import Chunk, SourceFile
 from wqlint.scan.values import (
     Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
@@ -317,7 +317,7 @@ class Resolver:
         found = self._definitions_in(name, near, [(near.rel, ln) for ln in _word_lines(near, name)])
         if found:
             return found
-        occ = self.index.occurrences(name, defs=True)
+        occ = self.index.occurrences(name, defs=True, near=near.rel)
         if occ is None:
             return []
         lines = [(rel, ln) for rel, ln in occ if rel != near.rel]
@@ -353,7 +353,7 @@ class Resolver:
         defs = self._defines(name, local)
         if defs:
             return defs
-        occ = self.index.occurrences(name, defs=True)
+        occ = self.index.occurrences(name, defs=True, near=near.rel)
         if occ is None:
             return []
         pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
@@ -579,7 +579,7 @@ class Resolver:
         value = self._symbol_in(name, scope.src, [(scope.src.rel, ln, scope.src.line_bytes(ln)) for ln in local],
                                 depth, seen, scope)
         if value is None:
-            occ = self.index.occurrences(name, defs=True)
+            occ = self.index.occurrences(name, defs=True, near=scope.src.rel)
             if occ is None:
                 return Unknown(None, f"'{name}' not looked up yet")
             cands = [(rel, line, self.index.peek(rel, line)) for rel, line in occ if rel != scope.src.rel]
@@ -840,12 +840,8 @@ def _word_lines(src: SourceFile, name: str) -> list:
 
 def _ranked(defs, rel: str) -> list:
     """Definitions by rank (see _nearest), all ranks but 'elsewhere'."""
-    out = []
-    for d in defs:
-        r = _nearest([d], rel)
-        if r:
-            out.append((_rank(d[0].rel, rel), d))
-    return [d for _, d in sorted(out, key=lambda x: x[0])]
+    ranked = sorted(((_rank(d[0].rel, rel), d) for d in defs), key=lambda x: x[0])
+    return [d for r, d in ranked if r < 5]
 
 
 def _rank(r: str, rel: str) -> int:
@@ -854,34 +850,23 @@ def _rank(r: str, rel: str) -> int:
         return 0
     if directory and r.startswith(directory + "/") and "/" not in r[len(directory) + 1:]:
         return 1
-    if r.startswith("include/"):
+    if r.startswith("include/") or re.match(r"arch/[^/]+/include/", r):
         return 2
     if r.startswith("<wqlint>/"):
         return 4
-    if directory and r.startswith(directory.rsplit("/", 1)[0] + "/"):
+    root = definition_root(rel)
+    if root != "/*" and r.startswith(root + "/"):
         return 3
     return 5
 
 
 def _nearest(defs, rel: str) -> list:
-    """Definitions ordered: same file, same directory, include/ headers, elsewhere."""
-    directory = rel.rsplit("/", 1)[0] if "/" in rel else ""
-
-    def rank(d):
-        r = d[0].rel
-        if r == rel:
-            return 0
-        if directory and r.startswith(directory + "/") and "/" not in r[len(directory) + 1:]:
-            return 1
-        if r.startswith(("include/", "<wqlint>/")):
-            return 2 if not r.startswith("<wqlint>/") else 4
-        if directory and r.startswith(directory.rsplit("/", 1)[0] + "/"):
-            return 3
-        return 5
-    ranked = sorted(defs, key=rank)
-    if ranked and rank(ranked[0]) == 5:
+    """The best-ranked definitions (see _rank); none when the only ones are elsewhere."""
+    ranked = sorted(defs, key=lambda d: _rank(d[0].rel, rel))
+    if not ranked or _rank(ranked[0][0].rel, rel) == 5:
         return []  # only unrelated definitions elsewhere in the tree: do not guess
-    return [d for d in ranked if rank(d) == rank(ranked[0])] if ranked else []
+    best = _rank(ranked[0][0].rel, rel)
+    return [d for d in ranked if _rank(d[0].rel, rel) == best]
 
 
 def _is_static_decl(src: SourceFile, line: int, name: str) -> bool:
