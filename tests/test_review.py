@@ -273,3 +273,27 @@ def test_usage_errors_exit_2():
     assert run("review").exit_code == 2
     assert run("review", "--format", "nope", HERE / "fix.patch").exit_code == 2
     assert run("review", "-", "-").exit_code == 3  # stdin only once: unreadable input
+
+
+# -- --git BASE..HEAD ----------------------------------------------------------------------------
+def _git(repo, *args):
+    import subprocess
+    env = dict(os.environ, GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@example.org")
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def test_git_range_reviews_commits_of_a_checkout_at_head(tmp_path):
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(TREE, repo)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    _git(repo, "am", "-q", str(HERE / "add-queue.patch"))
+    by_git = run("review", "--git", "HEAD~1..HEAD", "--tree", repo, "-j", "1")
+    by_file = review_cli(HERE / "add-queue.patch")
+    assert by_git.exit_code == 1
+    assert by_git.stdout == by_file.stdout
+    assert run("review", "--git", "HEAD..HEAD", "--tree", repo).exit_code == 0
+    assert run("review", HERE / "add-queue.patch", "--git", "HEAD~1..HEAD", "--tree", repo).exit_code == 2

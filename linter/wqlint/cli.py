@@ -154,9 +154,11 @@ def rules_cmd(markdown, rules_path):
 
 
 @main.command()
-@click.argument("patches", nargs=-1, required=True)
+@click.argument("patches", nargs=-1, required=False)
 @click.option("--tree", type=click.Path(exists=True, file_okay=False), default=None,
               help="The tree the series applies to (never modified) [none: the hunks alone].")
+@click.option("--git", "git_range", metavar="BASE..HEAD", default=None,
+              help="Review these commits of the git checkout --tree (default: .) instead of PATCHES.")
 @click.option("--format", "fmt", type=click.Choice(["text", "mail", "github", "rdjson", "sarif"]),
               default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
@@ -169,7 +171,7 @@ def rules_cmd(markdown, rules_path):
               help="Largest machine max-active-over-limit considers.")
 @click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
               help="Rule catalogue [rules.yaml].")
-def review(patches, tree, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path):
+def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
 
@@ -180,11 +182,21 @@ def review(patches, tree, fmt, output, show_all, jobs, kernel_version, cpus, max
     from wqlint.formatters.review import REVIEW_FORMATS
 
     cat = _load_catalogue(rules_path)
+    if bool(patches) == bool(git_range):
+        raise click.UsageError("give PATCHES or --git BASE..HEAD, not both and not neither")
     try:
-        series = mail.load(list(patches))
+        reader = None
+        if git_range:
+            tree = tree or "."
+            series, reader = review_mod.git_series(tree, git_range)
+            if not series:
+                click.echo(f"wqlint: no commits in {git_range}", err=True)
+                sys.exit(0)
+        else:
+            series = mail.load(list(patches))
         result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
                                    kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
-                                   show_all=show_all)
+                                   show_all=show_all, base_reader=reader)
     except (mail.MailError, review_mod.ReviewError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)

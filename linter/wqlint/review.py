@@ -18,6 +18,7 @@ says so.
 from __future__ import annotations
 
 import os
+import subprocess
 import stat
 import tempfile
 from collections import Counter
@@ -125,8 +126,9 @@ class _File:
 class _Tree:
     """The files the series touches, before and after, each line with its origin."""
 
-    def __init__(self, tree: Optional[Path]):
+    def __init__(self, tree: Optional[Path], reader=None):
         self.tree = tree
+        self.reader = reader  # path, patch -> bytes or None; default: the tree's file
         self.files: dict = {}  # path -> _File
 
     def get(self, path: str, patch) -> _File:
@@ -136,7 +138,7 @@ class _Tree:
         if self.tree is None:
             got = _File([], exists=True, sparse=True)
         else:
-            data = _read_tree_file(self.tree, path, patch)
+            data = self.reader(path, patch) if self.reader else _read_tree_file(self.tree, path, patch)
             if data is None:
                 got = _File([], exists=False, base_exists=False)
             else:
@@ -345,12 +347,45 @@ class OverlayEngine(Engine):
 
 
 # -- the review -----------------------------------------------------------------------------
+def git_series(tree: str, revs: str) -> tuple:
+    """(patches, base reader) for the commits BASE..HEAD of the git checkout tree.
+
+    The files the series touches are read as they are at BASE (git show), so the checkout may
+    be at HEAD; the rest of the tree is read from the checkout.
+    """
+    from wqlint import mail
+
+    base = revs.split("..", 1)[0] if ".." in revs else revs
+    rng = revs if ".." in revs else f"{revs}..HEAD"
+    if not base or base.startswith("-") or any(c.isspace() for c in rng):
+        raise ReviewError(f"--git {revs}: want BASE..HEAD")
+
+    def git(*args) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", tree, *args], capture_output=True)
+    proc = git("format-patch", "--stdout", "--no-renames", "--no-binary", rng)
+    if proc.returncode != 0:
+        raise ReviewError(f"--git {revs}: " + proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
+                          if proc.stderr.strip() else f"--git {revs}: git format-patch failed")
+    patches = mail.parse_series(proc.stdout, f"git {rng}") if proc.stdout.strip() else []
+
+    def reader(path, patch):
+        shown = git("show", f"{base}:{path}")
+        if shown.returncode != 0:
+            return None  # not in BASE: the series creates it
+        try:
+            shown.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ReviewError(f"{patch.name}: {path}: not UTF-8 text at {base}") from None
+        return shown.stdout
+    return patches, reader
+
+
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
            kernel_version: Optional[tuple] = None, ncpus: int = 96, max_cpus: int = 512,
-           show_all: bool = False) -> Review:
+           show_all: bool = False, base_reader=None) -> Review:
     opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus)
     treepath = Path(os.path.abspath(tree)) if tree else None
-    state = _Tree(treepath)
+    state = _Tree(treepath, base_reader)
     for patch in patches:
         state.apply(patch)
     after_files, added = state.after()
@@ -361,7 +396,12 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
         overlay = {prefix + p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         added = {prefix + p: lines for p, lines in added.items()}
-        before = Engine([root], catalogue, **opts).run()
+        if base_reader is None:
+            before = Engine([root], catalogue, **opts).run()
+        else:  # the checkout is not at BASE: show the touched files as they were there
+            base_files = {prefix + p: (base_reader(p, patches[0]) or b"") for p in after_files
+                          if is_c_source(p.rsplit("/", 1)[-1])}
+            before = OverlayEngine(root, base_files, catalogue, **opts).run()
         after = OverlayEngine(root, overlay, catalogue, **opts).run()
         result.root = str(root)
     else:
