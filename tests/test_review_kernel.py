@@ -1,0 +1,40 @@
+"""wqlint review against the real linux-source-6.12 tree, with a patch made from it."""
+from __future__ import annotations
+
+import difflib
+import hashlib
+
+import pytest
+
+from helpers import run
+
+REL = "fs/ext4/super.c"
+OLD = 'alloc_workqueue("ext4-rsv-conversion", WQ_MEM_RECLAIM | WQ_UNBOUND, 1);'
+NEW = 'alloc_workqueue("ext4-rsv-conversion", WQ_MEM_RECLAIM | WQ_UNBOUND,\n\t\t\t\tnum_online_cpus());'
+
+
+@pytest.mark.kernel
+def test_review_of_a_patch_against_linux_6_12(linux_6_12, tmp_path):
+    path = linux_6_12 / REL
+    before = path.read_bytes()
+    text = before.decode()
+    assert text.count(OLD) == 1
+    line = text[: text.index(OLD)].count("\n") + 1
+    diff = "".join(difflib.unified_diff(text.splitlines(True), text.replace(OLD, NEW).splitlines(True),
+                                        f"a/{REL}", f"b/{REL}"))
+    patch = tmp_path / "0001-ext4-rsv.patch"
+    patch.write_text("From: Dev <dev@example.org>\nSubject: [PATCH] ext4: scale the reserved conversion queue\n"
+                     "Message-ID: <rsv@example.org>\n\nScale it.\n---\n"
+                     f"diff --git a/{REL} b/{REL}\n" + diff)
+    result = run("review", patch, "--tree", linux_6_12, "-j", "2")
+    assert result.exit_code == 1, result.stderr
+    heads = [ln for ln in result.stdout.splitlines() if ln and not ln.startswith(" ")]
+    assert heads[0].startswith(f"{REL}:{line}:")
+    assert heads[0].endswith("[unbound-max-active-cpu-count]")
+    assert "with 96 CPUs up to 96 in-flight items" in heads[0]
+    comments = [h for h in heads if h.endswith("]") and ": fixed: " not in h]
+    assert comments == [heads[0]]  # one comment, nothing else blamed
+    fixed = [h for h in heads if ": fixed: " in h]
+    assert len(fixed) == 1 and fixed[0].startswith(f"{REL}:{line}:")
+    assert fixed[0].endswith("[unbound-max-active-one]")
+    assert hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(before).digest()
