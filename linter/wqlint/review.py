@@ -18,6 +18,7 @@ says so.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import stat
 import tempfile
@@ -396,6 +397,15 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
         overlay = {prefix + p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         added = {prefix + p: lines for p, lines in added.items()}
+        # Only allocations whose chains can reach the changed files are resolved: those in
+        # the changed files' subsystems, and wrappers the changed files call. A change to a
+        # shared header can reach anywhere, so then the whole tree is resolved.
+        changed = sorted(overlay)
+        if not any(c.startswith("include/") or re.match(r"arch/[^/]+/include/", c) for c in changed):
+            words = set()
+            for data in overlay.values():
+                words.update(re.findall(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
+            opts.update(focus=changed, focus_words=frozenset(words))
         if base_reader is None:
             before = Engine([root], catalogue, **opts).run()
         else:  # the checkout is not at BASE: show the touched files as they were there

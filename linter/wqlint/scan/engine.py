@@ -20,7 +20,7 @@ from wqlint.checks import CHECKS
 from wqlint.finding import InputError, Report, Step
 from wqlint.scan import parser
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
-from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, scope_of, _short
+from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, Site
 from wqlint.scan.source import SourceError, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
@@ -69,9 +69,14 @@ def _common_parts(paths):
 
 class Engine:
     def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
-                 ncpus: int = 96, max_cpus: int = 512, progress=None):
+                 ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
+                 focus_words: frozenset = frozenset()):
         self.catalogue = catalogue
         self.jobs = jobs
+        # Files whose changes are of interest (review): only allocations in their subsystems
+        # are resolved, as chains are only followed within related subsystems (resolve.related).
+        self.focus = focus
+        self.focus_words = focus_words  # names the focus files use: wrappers they may call
         self.progress = progress
         self.errors: list = []
         self.notes: list = []
@@ -137,6 +142,7 @@ class Engine:
                 continue
             pat = re.compile(rb"\b" + sink.encode() + rb"\s*(\(|\\?$)")
             for rel, line in occ:
+                outside = self._outside_focus(rel)
                 src = self.index.source(rel)
                 if src is None:
                     continue
@@ -163,6 +169,8 @@ class Engine:
                     scope = scope_of(chunk, call)
                     if scope.name in SINKS:
                         continue  # the API's own definition
+                    if outside and scope.name not in self.focus_words:
+                        continue  # neither near the focus nor a wrapper it calls
                     if len(args) <= mi:
                         self._parse_errors.setdefault(rel, f"line {line}: {sink}() with {len(args)} arguments")
                         continue
@@ -204,6 +212,8 @@ class Engine:
             cargs = [a for a in ccall.child_by_field_name("arguments").named_children if a.type != "comment"]
             if not self.in_targets(rel) and cscope.kind != "macro" and not self._forwards(cargs, cscope, mine):
                 continue
+            if self._outside_focus(rel) and cscope.name not in self.focus_words:
+                continue
             if any(p.index >= len(cargs) for p in mine):
                 continue
             cline = cscope.chunk.line_of(ccall)
@@ -231,6 +241,11 @@ class Engine:
         if not callers:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
         return out
+
+    def _outside_focus(self, rel: str) -> bool:
+        """Can a change to the focus files not reach an allocation in rel?"""
+        return (self.focus is not None and not rel.startswith(("include/", "<"))
+                and not any(related(rel, f) for f in self.focus))
 
     def _forwards(self, cargs, cscope: Scope, mine) -> bool:
         """Does a call outside the targets pass its own parameters on (a wrapper of a wrapper)?"""
