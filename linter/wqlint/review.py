@@ -23,6 +23,7 @@ import subprocess
 import stat
 import tempfile
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -407,12 +408,19 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                 words.update(re.findall(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
             opts.update(focus=changed, focus_words=frozenset(words))
         if base_reader is None:
-            before = Engine([root], catalogue, **opts).run()
+            before_engine = Engine([root], catalogue, **opts)
         else:  # the checkout is not at BASE: show the touched files as they were there
             base_files = {prefix + p: (base_reader(p, patches[0]) or b"") for p in after_files
                           if is_c_source(p.rsplit("/", 1)[-1])}
-            before = OverlayEngine(root, base_files, catalogue, **opts).run()
-        after = OverlayEngine(root, overlay, catalogue, **opts).run()
+            before_engine = OverlayEngine(root, base_files, catalogue, **opts)
+        after_engine = OverlayEngine(root, overlay, catalogue, **opts)
+        for engine in (before_engine, after_engine):  # two at once: share the cores
+            engine.index.jobs = max(1, jobs // 2)
+        # Most of a review is waiting for searches of the tree: run both sides at once.
+        with ThreadPoolExecutor(2) as pool:
+            before_job = pool.submit(before_engine.run)
+            after = after_engine.run()
+            before = before_job.result()
         result.root = str(root)
     else:
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}

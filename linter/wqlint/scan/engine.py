@@ -143,6 +143,8 @@ class Engine:
             pat = re.compile(rb"\b" + sink.encode() + rb"\s*(\(|\\?$)")
             for rel, line in occ:
                 outside = self._outside_focus(rel)
+                if outside and not self._reachable(rel, self.index.peek(rel, line)):
+                    continue
                 src = self.index.source(rel)
                 if src is None:
                     continue
@@ -200,7 +202,8 @@ class Engine:
         if (not mine and scope.kind != "macro") or not scope.name or scope.kind == "file" \
                 or depth >= MAX_WRAPPER_DEPTH:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
-        callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function")
+        callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
+                                           keep=self._reachable if self.focus is not None else None)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
         if flags_here and callers:
@@ -241,6 +244,11 @@ class Engine:
         if not callers:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
         return out
+
+    def _reachable(self, rel: str, line_text: bytes) -> bool:
+        """A cheap first look: is this line near the focus, or in a function it calls?"""
+        return not self._outside_focus(rel) or \
+            _enclosing_name(self.index.root / rel, line_text) in self.focus_words
 
     def _outside_focus(self, rel: str) -> bool:
         """Can a change to the focus files not reach an allocation in rel?"""
@@ -347,6 +355,26 @@ class Engine:
             self._bits()
             if not self.index.fetch_pending():
                 return
+
+
+_HEADER_RE = re.compile(rb"(?m)^(?:#\s*define\s+([A-Za-z_]\w*)|[A-Za-z_][^;{}=#]*?\b([A-Za-z_]\w*)\s*\()")
+
+
+def _enclosing_name(path: Path, line_text: bytes) -> str:
+    """The function or macro a line sits in, by a cheap look at the text before it (the last
+    column-0 header after the last column-0 '}'); '' when unsure. Only used to skip work."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    at = data.find(line_text) if line_text else -1
+    if at < 0:
+        return ""
+    start = data.rfind(b"\n}", 0, at) + 1
+    name = ""
+    for m in _HEADER_RE.finditer(data, start, at):
+        name = (m.group(1) or m.group(2)).decode("ascii", "replace")
+    return name
 
 
 def _only_in_comments(chunk, name: str, line: int) -> bool:

@@ -4,6 +4,7 @@ Differences between tree-sitter binding versions are handled here and nowhere el
 """
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from importlib import resources
 
@@ -16,14 +17,20 @@ def language() -> tree_sitter.Language:
     return tree_sitter.Language(tree_sitter_c.language())
 
 
-@lru_cache(maxsize=None)
+_local = threading.local()
+
+
 def _parser() -> tree_sitter.Parser:
-    try:
-        return tree_sitter.Parser(language())
-    except TypeError:  # bindings before 0.22 take the language through an attribute
-        parser = tree_sitter.Parser()
-        parser.set_language(language())
-        return parser
+    """One parser per thread: a tree-sitter Parser must not be shared between threads."""
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        try:
+            parser = tree_sitter.Parser(language())
+        except TypeError:  # bindings before 0.22 take the language through an attribute
+            parser = tree_sitter.Parser()
+            parser.set_language(language())
+        _local.parser = parser
+    return parser
 
 
 def parse(source: bytes) -> tree_sitter.Tree:

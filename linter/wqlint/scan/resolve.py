@@ -532,7 +532,8 @@ class Resolver:
         files = dict.fromkeys(self.index.related_files(self.home) + self.index.related_files(near))
         return self.index.word_occurrences_in(files, name)
 
-    def call_sites(self, name: str, near: SourceFile, static: bool, subsystem: bool = False) -> list:
+    def call_sites(self, name: str, near: SourceFile, static: bool, subsystem: bool = False,
+                   keep=None) -> list:
         """[(call node, Scope)] of calls to name: in near's file when static, else in the tree."""
         if static:
             occs = [(near.rel, ln) for ln in _word_lines(near, name)]
@@ -547,7 +548,7 @@ class Resolver:
         call_pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
         for rel, line in occs:
             text = near.line_bytes(line) if rel == near.rel else self.index.peek(rel, line)
-            if not call_pat.search(text):
+            if not call_pat.search(text) or (keep is not None and not keep(rel, text)):
                 continue
             src = near if rel == near.rel else self.index.source(rel)
             if src is None:
