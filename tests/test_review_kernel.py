@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 
 import pytest
 
@@ -37,4 +38,15 @@ def test_review_of_a_patch_against_linux_6_12(linux_6_12, tmp_path):
     fixed = [h for h in heads if ": fixed: " in h]
     assert len(fixed) == 1 and fixed[0].startswith(f"{REL}:{line}:")
     assert fixed[0].endswith("[unbound-max-active-one]")
+    github = json.loads(run("review", patch, "--tree", linux_6_12, "--format", "github").stdout)
+    assert [(c["path"], c["line"], c["side"]) for c in github["comments"]] == [(REL, line, "RIGHT")]
+    assert "`unbound-max-active-cpu-count`" in github["comments"][0]["body"]
+    reply = run("review", patch, "--tree", linux_6_12, "--format", "mail").stdout
+    assert "Subject: Re: [PATCH] ext4: scale the reserved conversion queue" in reply
+    assert "In-Reply-To: <rsv@example.org>" in reply
+    assert f">> {REL}:{line}:" in reply and "> +\t\t\t\tnum_online_cpus());" in reply
+    sarif = json.loads(run("review", patch, "--tree", linux_6_12, "--format", "sarif").stdout)
+    results = sarif["runs"][0]["results"]
+    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] \
+        == [("unbound-max-active-cpu-count", line)]
     assert hashlib.sha256(path.read_bytes()).digest() == hashlib.sha256(before).digest()
