@@ -628,9 +628,7 @@ class Resolver:
                 step = self.step_at(src, first, f"macro {name} = '{_short(_define_value(src, first, last))}'")
                 if expr is None:
                     return Unknown(step, f"macro {name} is not an expression")
-                # A macro expands where it is used: resolve its text in the user's scope.
-                val = self.resolve(_Rebased(expr), use_scope, depth, seen) if False else \
-                    self.resolve(expr, mscope, depth, seen)
+                val = self.resolve(expr, mscope, depth, seen)
                 return Alt(step, (val,), "")
         if not assigns:
             return None
@@ -780,10 +778,6 @@ class Resolver:
                 if parser.text(caps["init.field"]) == fname and chunk.line_of(caps["init.field"]) == line:
                     sc = scope_of(chunk, caps["init"])
                     yield caps["init"], caps["init.value"], sc, _initializer_type(caps["init"])
-
-
-class _Rebased:  # placeholder kept out of use; see symbol()
-    pass
 
 
 def _initializer_type(pair) -> Optional[str]:
