@@ -120,3 +120,24 @@ def test_broken_catalogue_names_file_and_line(tmp_path, edit, problem):
     line = result.stderr.strip()
     assert line.startswith(f"Error: {bad}:") and problem in line, line
     assert line.split(":")[2].strip().isdigit()
+
+
+def test_files_the_search_cannot_read_are_reported(tmp_path, monkeypatch):
+    # Running as root, nothing is unreadable: feed the search's own error line instead.
+    from wqlint.scan import index
+    if not index.shutil.which("rg"):
+        pytest.skip("ripgrep not installed")
+    real = index.subprocess.run
+
+    def search_with_an_unreadable_file(args, **kw):
+        proc = real(args, **kw)
+        if str(args[0]).endswith("rg"):
+            proc.stderr += b"rg: ./secret.c: Permission denied (os error 13)\n"
+        return proc
+    monkeypatch.setattr(index.subprocess, "run", search_with_an_unreadable_file)
+    (tmp_path / "good.c").write_text(
+        'void g(void) { wq = alloc_workqueue("b", WQ_UNBOUND, num_online_cpus()); }\n')
+    result = run("scan", tmp_path)
+    assert result.exit_code == 3
+    assert result.stderr.strip().splitlines()[-1] == "Error: secret.c: permission denied"
+    assert "good.c:1:21:" in result.stdout

@@ -307,7 +307,7 @@ class TreeIndex:
 
     def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
         """ripgrep walks and searches in parallel: several times less CPU than grep -r."""
-        args = [rg, "-n", "--no-heading", "--null", "--no-ignore", "--binary", "--no-messages",
+        args = [rg, "-n", "--no-heading", "--null", "--no-ignore", "--binary",
                 "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"]
         if regex:
             args += ["-e", "(?-u)" + regex]  # ASCII \b and \s: several times faster
@@ -318,6 +318,15 @@ class TreeIndex:
         proc = subprocess.run(args + ["--"] + (paths if paths is not None else ["."]), cwd=self.root,
                               capture_output=True,
                               env=dict(os.environ, LC_ALL="C"))
+        for errline in proc.stderr.decode("utf-8", "replace").splitlines():
+            # "rg: ./x.c: Permission denied (os error 13)": a file that could not be read
+            m = re.match(r"rg: (.+?): (.+?) \(os error \d+\)$", errline)
+            if m:
+                rel = m.group(1)[2:] if m.group(1).startswith("./") else m.group(1)
+                problem = m.group(2)
+                err = InputError(rel, problem[:1].lower() + problem[1:])
+                if all(e.path != err.path for e in self.errors):
+                    self.errors.append(err)
         out = []
         for rec in proc.stdout.split(b"\n"):
             name, sep, rest = rec.partition(b"\0")
