@@ -210,3 +210,49 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
     for err in result.errors:
         click.echo(str(err), err=True)
     sys.exit(result.exit_code())
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True,
+                                "help_option_names": ["--help"]})
+@click.option("--also-sparse", is_flag=True, help="Run sparse's own checks too, with the same arguments.")
+@click.option("--kernel-version", callback=_version, help="Semantics of this version (default: the tree's Makefile).")
+@click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
+              help="CPU count of the machine the messages describe.")
+@click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
+              help="Largest machine max-active-over-limit considers.")
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
+              help="Rule catalogue [rules.yaml].")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
+    """A checker for the kernel build: make C=1 CHECK="wqlint check".
+
+    ARGS are what Kbuild passes a checker, $(CHECKFLAGS) $(c_flags) file.c. The file is
+    preprocessed as configured (-D, -U, -I, -include, -isystem, -nostdinc, --arch=, -m64...;
+    other options are ignored) and the findings are printed on stderr in sparse's format.
+
+    Exit status: 0 when the file was checked, findings or not (warnings do not fail the
+    build); 1 when it could not be (no such file, cannot be preprocessed, sparse missing);
+    2 usage or catalogue error.
+    """
+    from wqlint import check as check_mod
+
+    cat = _load_catalogue(rules_path)
+    try:
+        inv = check_mod.parse_args(list(args))
+    except check_mod.CheckError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        if also_sparse:
+            got = check_mod.run_sparse(inv)
+            click.echo(got.stdout, nl=False)
+            click.echo(got.stderr, nl=False, err=True)
+        lines, errors = check_mod.check(inv, cat, kernel_version=kernel_version, ncpus=cpus,
+                                        max_cpus=max_cpus)
+    except check_mod.CheckError as exc:
+        click.echo(f"wqlint check: {inv.file}: {exc}", err=True)
+        sys.exit(1)
+    for line in lines:
+        click.echo(line, err=True)
+    for err in errors:
+        click.echo(f"wqlint check: {inv.file}: {err}", err=True)
+    sys.exit(0)
