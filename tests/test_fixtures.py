@@ -98,3 +98,11 @@ def test_unbound_one_on_old_kernels_warns_of_the_upgrade():
     doc, _ = scan_json(REPO / "examples" / "demo-tree" / "lib", "--kernel-version", "6.1")
     f = next(f for f in doc["findings"] if f["rule"] == "unbound-max-active-one" and f["line"] == 16)
     assert "still ordered implicitly" in f["message"] and "breaks on upgrade" in f["message"]
+
+
+def test_each_read_of_a_field_is_its_own_step():
+    doc, _ = scan_json(FIXTURES / "rules" / "fields.c")
+    chains = {f["line"]: [(s["line"], s["note"]) for s in f["chain"]] for f in doc["findings"]}
+    assert chains[18][1] == (18, "'info' field 'nr_workers'")
+    assert chains[26][1:3] == [(23, "local 'n' = 'info->nr_workers'"), (23, "'info' field 'nr_workers'")]
+    assert chains[18][-1] == chains[26][-1] == (12, "CPU count num_online_cpus()")

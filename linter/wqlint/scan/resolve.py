@@ -173,9 +173,10 @@ class Resolver:
 
     def new_round(self) -> None:
         """Forget answers that were given before their names had been looked up."""
-        for cache in (self._symbol_cache, self._field_cache):
-            for key in [k for k, v in cache.items() if _has_pending(v)]:
-                del cache[key]
+        for key in [k for k, v in self._symbol_cache.items() if _has_pending(v)]:
+            del self._symbol_cache[key]
+        for key in [k for k, opts in self._field_cache.items() if any(_has_pending(o) for o in opts)]:
+            del self._field_cache[key]
 
     # -- entry -------------------------------------------------------------------------
     def resolve(self, node, scope: Scope, depth: int = 0, seen: frozenset = frozenset(),
@@ -732,7 +733,7 @@ class Resolver:
         ckey = (fname, base_type, near.rel, self.home)
         cached = self._field_cache.get(ckey)
         if cached is not None:
-            return cached
+            return self._field_value(fname, cached, use_step)
         seen = seen | {key}
         # Only assignments in the subsystem of the allocation or of the use are followed
         # (see related()), so only those files are searched.
@@ -759,12 +760,15 @@ class Resolver:
                 options.append(Alt(self.step_at(src, line, f"field '{fname}' = '{_short(parser.text(rhs))}'"), (val,), ""))
             if len(options) >= MAX_OPTIONS:
                 break
+        # The assignments are shared by every read of the field; the step of the read is not.
+        self._field_cache[ckey] = tuple(options)
+        return self._field_value(fname, tuple(options), use_step)
+
+    @staticmethod
+    def _field_value(fname, options: tuple, use_step) -> Value:
         if not options:
-            value = Unknown(use_step, f"no assignment to field '{fname}' found")
-        else:
-            value = Alt(use_step, tuple(options), f"{len(options)} assignments to field '{fname}'")
-        self._field_cache[ckey] = value
-        return value
+            return Unknown(use_step, f"no assignment to field '{fname}' found")
+        return Alt(use_step, options, f"{len(options)} assignments to field '{fname}'")
 
     def _field_defs(self, fname, chunk, line):
         for _, caps in parser.matches("assignments", chunk.root):
