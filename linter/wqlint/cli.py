@@ -28,6 +28,35 @@ def _version(ctx, param, value):
         raise click.BadParameter(str(exc)) from None
 
 
+def _analysis_options(command):
+    """The options every analysing command takes: version semantics, machine size, catalogue."""
+    for option in reversed([
+        click.option("--kernel-version", callback=_version,
+                     help="Semantics of this version (default: the tree's Makefile)."),
+        click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
+                     help="CPU count of the machine the messages describe."),
+        click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
+                     help="Largest machine max-active-over-limit considers."),
+        click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
+                     help="Rule catalogue [rules.yaml]."),
+    ]):
+        command = option(command)
+    return command
+
+
+def _emit(text, output, result):
+    """Write a formatted result (stdout or -o, atomically), its notes and errors; exit."""
+    if output:
+        _write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    for note in result.notes:
+        click.echo(f"wqlint: {note}", err=True)
+    for err in result.errors:
+        click.echo(str(err), err=True)
+    sys.exit(result.exit_code())
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wqlint")
 def main():
@@ -40,13 +69,7 @@ def main():
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
 @click.option("--engine", type=click.Choice(["tree-sitter", "coccinelle"]), default="tree-sitter", show_default=True)
-@click.option("--kernel-version", callback=_version, help="Semantics of this version (default: the tree's Makefile).")
-@click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
-              help="CPU count of the machine the messages describe.")
-@click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
-              help="Largest machine max-active-over-limit considers.")
-@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
-              help="Rule catalogue [rules.yaml].")
+@_analysis_options
 @click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
 def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, progress):
     """Scan PATHS (files or directories of a kernel tree) and report findings.
@@ -74,16 +97,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
             raise click.UsageError(str(exc)) from None
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
-    text = FORMATS[fmt](report, cat)
-    if output:
-        _write_atomic(output, text)
-    else:
-        click.echo(text, nl=False)
-    for note in report.notes:
-        click.echo(f"wqlint: {note}", err=True)
-    for err in report.errors:
-        click.echo(str(err), err=True)
-    sys.exit(report.exit_code())
+    _emit(FORMATS[fmt](report, cat), output, report)
 
 
 def _coccinelle(paths, cat, jobs, kernel_version):
@@ -164,13 +178,7 @@ def rules_cmd(markdown, rules_path):
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
 @click.option("--all", "show_all", is_flag=True, help="Report the findings that were there before, too.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
-@click.option("--kernel-version", callback=_version, help="Semantics of this version (default: the tree's Makefile).")
-@click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
-              help="CPU count of the machine the messages describe.")
-@click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
-              help="Largest machine max-active-over-limit considers.")
-@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
-              help="Rule catalogue [rules.yaml].")
+@_analysis_options
 def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
@@ -200,28 +208,13 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
     except (mail.MailError, review_mod.ReviewError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)
-    text = REVIEW_FORMATS[fmt](result, cat)
-    if output:
-        _write_atomic(output, text)
-    else:
-        click.echo(text, nl=False)
-    for note in result.notes:
-        click.echo(f"wqlint: {note}", err=True)
-    for err in result.errors:
-        click.echo(str(err), err=True)
-    sys.exit(result.exit_code())
+    _emit(REVIEW_FORMATS[fmt](result, cat), output, result)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True,
                                 "help_option_names": ["--help"]})
 @click.option("--also-sparse", is_flag=True, help="Run sparse's own checks too, with the same arguments.")
-@click.option("--kernel-version", callback=_version, help="Semantics of this version (default: the tree's Makefile).")
-@click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
-              help="CPU count of the machine the messages describe.")
-@click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
-              help="Largest machine max-active-over-limit considers.")
-@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
-              help="Rule catalogue [rules.yaml].")
+@_analysis_options
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
     """A checker for the kernel build: make C=1 CHECK="wqlint check".

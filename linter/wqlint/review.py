@@ -33,7 +33,7 @@ from wqlint.finding import InputError, Report
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.resolve import Resolver
-from wqlint.scan.source import MAX_FILE_BYTES, is_c_source
+from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
 
 
 class ReviewError(Exception):
@@ -291,18 +291,9 @@ def _read_tree_file(tree: Path, path: str, patch) -> Optional[bytes]:
     if not stat.S_ISREG(st.st_mode):
         raise ReviewError(f"{patch.name}: {path}: not a regular file in the tree")
     try:
-        with open(cur, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ReviewError(f"{patch.name}: {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ReviewError(f"{patch.name}: {path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} "
-                          f"MiB in the tree")
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ReviewError(f"{patch.name}: {path}: not UTF-8 text in the tree") from None
-    return data
+        return read_source(cur)  # bounded, NUL-free UTF-8, as the scanner reads every file
+    except SourceError as exc:
+        raise ReviewError(f"{patch.name}: {path}: {exc} in the tree") from None
 
 
 # -- scanning with an overlay ----------------------------------------------------------------
