@@ -19,7 +19,12 @@ FIX_SAFETY = ("safe", "unsafe", "manual")
 DOC_SECTIONS = ("what-it-does", "why-is-this-bad", "example", "use-instead", "fix-safety")
 RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "fix", "docs"}
 REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol"}
-FIX_KEYS = {"strategy", "safety"}
+FIX_KEYS = {"strategy", "safety", "targets"}
+FIX_TARGETS = ("mainline", "reference")
+FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
+# The edits wqlint knows how to make (wqlint.fix.edits); "none" explains without editing.
+FIX_EDITS = ("add-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default", "clamp", "none")
+FIX_CASE_SAFETY = ("safe", "suggestion")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
 
@@ -42,6 +47,16 @@ class VersionRange:
 
 
 @dataclass(frozen=True)
+class FixCase:
+    """How a rule's finding is fixed for one target on the kernel versions given."""
+
+    versions: VersionRange
+    edit: str  # one of FIX_EDITS
+    safety: str  # safe | suggestion
+    why: str  # the reasoning; {version} is replaced by the scanned version
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     severity: str
@@ -51,6 +66,14 @@ class Rule:
     fix_strategy: str
     fix_safety: str
     docs: dict  # section name -> text, in DOC_SECTIONS order
+    fix_targets: tuple = ()  # of (target, tuple of FixCase), in FIX_TARGETS order
+
+    def fix_case(self, target: str, version: tuple):
+        """The first case of target whose versions hold for version, or None."""
+        for name, cases in self.fix_targets:
+            if name == target:
+                return next((c for c in cases if c.versions.contains(version)), None)
+        return None
 
     def doc_text(self) -> str:
         """The rule's help page, as printed by `wqlint explain`."""
@@ -129,13 +152,38 @@ def _keys(path, node, entries, allowed, required, what):
             raise _err(path, node, f"{what}: missing key '{key}'")
 
 
-def _versions(path, node) -> VersionRange:
-    text = _string(path, node, "kernel-versions")
+def _fix_targets(path, node) -> tuple:
+    targets = _mapping(path, node, "fix.targets")
+    _keys(path, node, targets, set(FIX_TARGETS), set(FIX_TARGETS), "fix.targets")
+    out = []
+    for name in FIX_TARGETS:
+        seq = targets[name][1]
+        if not isinstance(seq, yaml.SequenceNode) or not seq.value:
+            raise _err(path, seq, f"fix.targets.{name} must be a non-empty list of cases")
+        cases = []
+        for case in seq.value:
+            entries = _mapping(path, case, f"fix.targets.{name} case")
+            _keys(path, case, entries, FIX_CASE_KEYS, FIX_CASE_KEYS, f"fix.targets.{name} case")
+            edit = _string(path, entries["edit"][1], "edit")
+            if edit not in FIX_EDITS:
+                raise _err(path, entries["edit"][1], f"edit '{edit}' is not one of {', '.join(FIX_EDITS)}")
+            safety = _string(path, entries["safety"][1], "safety")
+            if safety not in FIX_CASE_SAFETY:
+                raise _err(path, entries["safety"][1],
+                           f"safety '{safety}' is not one of {', '.join(FIX_CASE_SAFETY)}")
+            cases.append(FixCase(_versions(path, entries["versions"][1], "versions"), edit, safety,
+                                 " ".join(_string(path, entries["why"][1], "why").split())))
+        out.append((name, tuple(cases)))
+    return tuple(out)
+
+
+def _versions(path, node, what="kernel-versions") -> VersionRange:
+    text = _string(path, node, what)
     constraints = []
     for part in text.split(","):
         m = _CONSTRAINT_RE.match(part.strip())
         if not m:
-            raise _err(path, node, f"kernel-versions: bad constraint '{part.strip()}' (want e.g. '>=6.6')")
+            raise _err(path, node, f"{what}: bad constraint '{part.strip()}' (want e.g. '>=6.6')")
         constraints.append((m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4) or 0))))
     return VersionRange(tuple(constraints), text)
 
@@ -170,6 +218,7 @@ def _rule(path, node) -> Rule:
         fix_strategy=_string(path, fix["strategy"][1], "fix.strategy").strip(),
         fix_safety=safety,
         docs={k: _string(path, docs[k][1], f"docs.{k}") for k in DOC_SECTIONS},
+        fix_targets=_fix_targets(path, fix["targets"][1]),
     )
 
 

@@ -30,6 +30,12 @@ class Finding:
     migration: str = ""  # the proposed migration in words
     engine: str = "tree-sitter"
     end_col: int = 0  # 1-based, last column of the called name (0: unknown)
+    # For fixes: which arguments of the reported call carry flags and max_active (0-based;
+    # -1 when the value is fixed inside a wrapper or macro), and facts the fixer needs
+    # (e.g. "flags-conditional": some values of the flags differ in affinity).
+    flags_arg: int = -1
+    max_active_arg: int = -1
+    hints: frozenset = frozenset()
 
     def fingerprint(self) -> str:
         """Stable across runs and line shifts: rule, path, the call text and the origin text."""

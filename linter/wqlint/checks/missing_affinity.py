@@ -14,5 +14,8 @@ def check(site: Site, ctx: CheckContext) -> list:
     if not info.affinity_missing or info.legacy:
         return []  # legacy-create-workqueue covers create_*workqueue()
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""
+    affinity = ctx.bits.percpu | ctx.bits.unbound | ctx.bits.bh
+    # Adding WQ_PERCPU where another value already has an affinity flag would give both.
+    hints = frozenset({"flags-conditional"}) if any(v & affinity for v in info.values) else frozenset()
     migration = "Add WQ_PERCPU to keep today's per-CPU behaviour, or WQ_UNBOUND if the work needs no CPU locality."
-    return [finding(site, ctx, RULE, detail + via_text(site).lstrip(), list(site.prefix), migration)]
+    return [finding(site, ctx, RULE, detail + via_text(site).lstrip(), list(site.prefix), migration, hints)]

@@ -34,4 +34,5 @@ def check(site: Site, ctx: CheckContext) -> list:
     chain = list(site.prefix)
     if path:
         chain += [n.step for n in path if n.step is not None]
-    return [finding(site, ctx, RULE, detail + via_text(site), chain, migration)]
+    hints = frozenset({"sysfs"}) if info.sysfs else frozenset()
+    return [finding(site, ctx, RULE, detail + via_text(site), chain, migration, hints)]

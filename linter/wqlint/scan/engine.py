@@ -183,7 +183,7 @@ class Engine:
                     step = Step(rel, line, src.line_text(line).strip(),
                                 f"{sink}(flags '{_short(parser.text(args[fi]), 50)}', "
                                 f"max_active '{_short(parser.text(args[mi]), 50)}')")
-                    found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0)
+                    found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0, (fi, mi))
                     if self.index.misses == misses:
                         self._site_memo[memo_key] = found
                     out.extend(found)
@@ -194,22 +194,25 @@ class Engine:
         return bool(re.search(r"^\s*(extern\s+)?(struct\s+workqueue_struct\s*\*\s*)?" + sink + r"\s*\(\s*const\b", text)
                     or re.search(r"\*\s*\n?\s*" + sink + r"\s*\(", text) and "const char" in text)
 
-    def _expand(self, entry, call, chunk, scope: Scope, flags, max_active, prefix, via, depth) -> list:
-        """Sites for one call: here, or at each caller when it forwards parameters."""
+    def _expand(self, entry, call, chunk, scope: Scope, flags, max_active, prefix, via, depth, args_at) -> list:
+        """Sites for one call: here, or at each caller when it forwards parameters.
+
+        args_at: the indices of the arguments of this call that carry flags and max_active."""
         mine = [p for p in params(flags) + params(max_active) if p.function == scope.name]
         # A macro expands where it is used, so its call sites are the allocations even when
         # it forwards nothing into flags or max_active (create_freezable_workqueue()).
         if (not mine and scope.kind != "macro") or not scope.name or scope.kind == "file" \
                 or depth >= MAX_WRAPPER_DEPTH:
-            return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at)]
         callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
                                            keep=self._reachable if self.focus is not None else None)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
         if flags_here and callers:
-            here = self._site(entry, call, chunk, flags, max_active, prefix, via)
+            here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at)
             here.only = FLAG_RULES
             out.append(here)
+        outer_at = (_forwarded_index(flags, scope.name), _direct_param_index(max_active, scope.name))
         for ccall, cscope in callers:
             rel = cscope.src.rel
             cargs = [a for a in ccall.child_by_field_name("arguments").named_children if a.type != "comment"]
@@ -237,12 +240,12 @@ class Engine:
             nmax = substitute(max_active, bind)
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
-                                     [step] + prefix, [scope.name] + via, depth + 1):
+                                     [step] + prefix, [scope.name] + via, depth + 1, outer_at):
                 if flags_here:
                     site.skip = site.skip | FLAG_RULES
                 out.append(site)
         if not callers:
-            return [self._site(entry, call, chunk, flags, max_active, prefix, via)]
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at)]
         return out
 
     def _reachable(self, rel: str, line_text: bytes) -> bool:
@@ -265,13 +268,14 @@ class Engine:
                     return True
         return False
 
-    def _site(self, entry, call, chunk, flags, max_active, prefix, via) -> Site:
+    def _site(self, entry, call, chunk, flags, max_active, prefix, via, args_at) -> Site:
         name = call.child_by_field_name("function")
         src = chunk.source
         line = chunk.line_of(name)
         return Site(entry=entry, path=src.rel, line=line, col=chunk.col_of(name),
                     end_col=chunk.end_col_of(name), flags=flags, max_active=max_active,
-                    prefix=prefix, via=via, suppressed=self._suppressed(src, line))
+                    prefix=prefix, via=via, suppressed=self._suppressed(src, line),
+                    flags_arg=args_at[0], max_active_arg=args_at[1])
 
     @staticmethod
     def _suppressed(src, line) -> frozenset:
@@ -390,6 +394,19 @@ def _only_in_comments(chunk, name: str, line: int) -> bool:
         if node is None:
             return False
     return True
+
+
+def _forwarded_index(flags, function: str) -> int:
+    """The parameter of function that flows into flags (OR-ed in or passed as is), or -1."""
+    found = {p.index for p in params(flags) if p.function == function}
+    return found.pop() if len(found) == 1 else -1
+
+
+def _direct_param_index(value, function: str) -> int:
+    """The parameter of function that value is, unchanged, or -1."""
+    while isinstance(value, Alt) and len(value.options) == 1:
+        value = value.options[0]
+    return value.index if isinstance(value, Param) and value.function == function else -1
 
 
 def _unique(errors):

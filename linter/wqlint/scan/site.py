@@ -21,6 +21,8 @@ class Site:
     suppressed: frozenset = frozenset()  # rule ids suppressed by a comment at the call
     only: Optional[frozenset] = None  # when set, the only rules that judge this site
     skip: frozenset = frozenset()  # rules judged at another site of the same call
+    flags_arg: int = -1  # argument of the reported call that carries the flags (-1: none)
+    max_active_arg: int = -1  # argument of the reported call that is max_active (-1: none)
 
 
 @dataclass(frozen=True)
