@@ -1,0 +1,367 @@
+"""The edits: how each kind named in rules.yaml (fix.targets ... edit) changes one call.
+
+A call is read back from the file at the finding's location (the name's line and column) and
+modelled as a name and its argument texts. The edit kinds change the model; the call is then
+written back: argument by argument where the layout survives, else laid out again in kernel
+style (fix.layout). An edit that cannot be made safely raises NoEdit with the reason, which is
+shown to the user instead of a diff.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from wqlint.finding import Finding
+from wqlint.fix import layout
+from wqlint.fix.model import Edit
+from wqlint.scan import parser
+from wqlint.scan.source import SourceFile
+
+CPU_COUNT_CALLS = ("num_online_cpus", "num_possible_cpus", "num_present_cpus", "num_active_cpus")
+CPU_COUNT_NAMES = ("nr_cpu_ids",)
+ALLOCATORS = ("alloc_workqueue", "alloc_workqueue_lockdep_map")
+# Lower precedence than '|': such a flags expression is parenthesised before '| WQ_PERCPU'.
+_LOW_PRECEDENCE = ("conditional_expression", "assignment_expression", "comma_expression")
+_NULL_CHECK = ("!{x}", "{x} == NULL", "NULL == {x}", "unlikely(!{x})", "!({x})")
+
+
+class NoEdit(Exception):
+    """The finding's fix cannot be written as an edit here; str() says why."""
+
+
+@dataclass
+class TreeFacts:
+    """What the edits need to know of the tree being fixed."""
+
+    has_percpu: bool  # include/linux/workqueue.h defines WQ_PERCPU
+    legacy: dict  # create_*workqueue name -> (callee, fmt, flags operands, [max_active])
+    has_reference_api: bool  # the reference series' workqueue_set_global_max_active_cpus()
+
+
+def tree_facts(api_header_text: str) -> TreeFacts:
+    text = api_header_text.replace("\\\n", " ")
+    legacy = {}
+    for m in re.finditer(r"^\s*#\s*define\s+(create_\w*workqueue)\s*\(\s*(\w+)\s*\)\s*(\w+)\s*\((.*)\)\s*$",
+                         text, re.M):
+        name, param, callee, body = m.groups()
+        args = [a.strip() for a in layout.split_top(body, ",")]
+        if callee not in ("alloc_workqueue", "alloc_ordered_workqueue") or len(args) < 3:
+            continue
+        operands = [o.strip() for o in layout.split_top(args[1], "|")]
+        rest = args[2:]
+        if _unparen(rest[-1]) != param:
+            continue
+        legacy[name] = (callee, args[0], [o for o in operands if o != "__WQ_LEGACY"], rest[:-1])
+    return TreeFacts(has_percpu=bool(re.search(r"\bWQ_PERCPU\s*=", text)), legacy=legacy,
+                     has_reference_api="workqueue_set_global_max_active_cpus" in text)
+
+
+def _unparen(text: str) -> str:
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        text = text[1:-1].strip()
+    return text
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+@dataclass
+class Call:
+    """One call in a file, as the edits change it."""
+
+    src: SourceFile
+    node: object  # the call_expression
+    base: int  # file offset of the chunk the node was parsed in
+    name: str
+    args: list  # argument texts; None for a removed argument
+    arg_nodes: list
+    inserts: list = field(default_factory=list)  # of Edit: statements added after the call's
+    changed: set = field(default_factory=set)  # indices of arguments whose text changed
+
+    @property
+    def start(self) -> int:
+        return self.base + self.node.start_byte
+
+    @property
+    def end(self) -> int:
+        return self.base + self.node.end_byte
+
+    def set_arg(self, i: int, text: str) -> None:
+        self.args[i] = text
+        self.changed.add(i)
+
+    def remove_arg(self, i: int) -> None:
+        self.args[i] = None
+        self.changed.add(i)
+
+
+def find_call(src: SourceFile, finding: Finding) -> Call:
+    """The call whose name starts at the finding's line and column."""
+    chunk = src.chunk_at(finding.line)
+    line = src.line_text(finding.line)
+    byte_col = len(line[: finding.col - 1].encode("utf-8"))
+    row = finding.line - chunk.first_line
+    base = src._starts[chunk.first_line - 1]
+    node = chunk.root.descendant_for_point_range((row, byte_col), (row, byte_col))
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    if node is None:
+        raise NoEdit(f"no call at {finding.path}:{finding.line}:{finding.col} (the file changed?)")
+    fn = node.child_by_field_name("function")
+    if fn is None or fn.start_point != (row, byte_col):
+        raise NoEdit(f"no call named at {finding.path}:{finding.line}:{finding.col} (the file changed?)")
+    arg_list = node.child_by_field_name("arguments")
+    nodes = [a for a in arg_list.named_children if a.type != "comment"]
+    if any(c.type == "comment" for c in arg_list.named_children) or node.has_error:
+        raise NoEdit("the call has comments or macro text wqlint cannot rewrite")
+    return Call(src, node, base, parser.text(fn), [parser.text(a) for a in nodes], nodes)
+
+
+# -- the edit kinds -----------------------------------------------------------------------
+
+def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    if not facts.has_percpu:
+        raise NoEdit("this tree does not define WQ_PERCPU")
+    if "flags-conditional" in finding.hints:
+        raise NoEdit("some values of the flags already have WQ_UNBOUND or WQ_PERCPU: decide per value")
+    i = finding.flags_arg
+    if i < 0 or i >= len(call.args):
+        raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
+    call.set_arg(i, with_flag(call.args[i], call.arg_nodes[i], "WQ_PERCPU"))
+
+
+def with_flag(text: str, node, flag: str) -> str:
+    if text.strip() == "0":
+        return flag
+    low = node is not None and (node.type in _LOW_PRECEDENCE or (
+        node.type == "binary_expression" and parser.text(node.child_by_field_name("operator")) in ("||", "&&")))
+    return f"({text}) | {flag}" if low else f"{text} | {flag}"
+
+
+def expand_legacy(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    spec = facts.legacy.get(call.name)
+    if spec is None or len(call.args) != 1:
+        raise NoEdit(f"{call.name}() is not a create_*workqueue(name) macro of this tree")
+    callee, fmt, operands, middle = spec
+    operands = list(operands)
+    if facts.has_percpu and callee == "alloc_workqueue" and "WQ_UNBOUND" not in operands \
+            and "WQ_PERCPU" not in operands:
+        operands.append("WQ_PERCPU")  # what missing-affinity-flag would ask of the result
+    name = call.args[0]
+    literal = re.fullmatch(r'"(?:[^"\\%]|\\.)*"', name.strip())
+    tail = [] if literal and fmt == '"%s"' else [name]
+    call.name = callee
+    call.args = [name.strip() if tail == [] else fmt, " | ".join(operands) or "0", *middle, *tail]
+    call.arg_nodes = [None] * len(call.args)
+    call.changed = set(range(len(call.args)))
+
+
+def ordered(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    if call.name != "alloc_workqueue":
+        raise NoEdit(f"the queue is made inside {_inner(call)}: convert it there")
+    if "sysfs" in finding.hints:
+        raise NoEdit("WQ_SYSFS is set, which alloc_ordered_workqueue() refuses")
+    fi, mi = finding.flags_arg, finding.max_active_arg
+    if fi != 1 or mi != 2 or call.args[mi].strip() != "1":
+        raise NoEdit("max_active 1 is not written at this call")
+    operands = [o.strip() for o in layout.split_top(call.args[fi], "|")]
+    if "WQ_UNBOUND" not in operands:
+        raise NoEdit("WQ_UNBOUND is not written at this call")
+    rest = [o for o in operands if o != "WQ_UNBOUND"]
+    call.name = "alloc_ordered_workqueue"
+    call.set_arg(fi, " | ".join(rest) or "0")
+    call.remove_arg(mi)
+
+
+def percpu_default(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    i = _max_active_here(call, finding)
+    call.set_arg(i, "0")
+
+
+def clamp(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    i = _max_active_here(call, finding)
+    call.set_arg(i, f"min_t(int, {call.args[i]}, WQ_MAX_ACTIVE)")
+
+
+def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    """max_active becomes 0 and the limit is set system-wide after the NULL check:
+    CPU count * m / d through workqueue_set_global_max_active_cpus(), which follows CPU
+    hotplug; any other expression of a CPU count (a cap) through workqueue_set_global_max_active()."""
+    if call.name not in ALLOCATORS:
+        raise NoEdit(f"the queue is made inside {_inner(call)}: set the limit where the value is chosen")
+    i = _max_active_here(call, finding)
+    node = call.arg_nodes[i]
+    ratio = cpu_ratio(node)
+    if ratio is None and not _mentions_cpu_count(node):
+        raise NoEdit("the CPU count is not written at this call: state the limit where it is computed")
+    target, stmt = _assigned_to(call.node)
+    if target is None:
+        raise NoEdit("the new queue is not stored in a variable or field at this call")
+    if ratio:
+        setter = f"workqueue_set_global_max_active_cpus({target}, {ratio[0]}, {ratio[1]});"
+    else:
+        setter = f"workqueue_set_global_max_active({target}, {call.args[i]});"
+    call.set_arg(i, "0")
+    indent = layout.line_indent(call.src.line_text(call.src.line_at(call.base + stmt.start_byte)))
+    check = _null_check_after(stmt, target)
+    if check is not None:
+        at = call.base + check.end_byte
+        call.inserts.append(Edit(at, at, "\n" + indent + setter))
+    else:
+        at = call.base + stmt.end_byte
+        call.inserts.append(Edit(at, at, f"\n{indent}if ({target})\n{indent}\t{setter}"))
+
+
+EDITS = {
+    "add-percpu": add_percpu, "expand-legacy": expand_legacy, "ordered": ordered,
+    "global-limit": global_limit, "percpu-default": percpu_default, "clamp": clamp,
+}
+
+
+# -- writing the call back -----------------------------------------------------------------
+
+def render(call: Call) -> list:
+    """The Edits that write the changed call back, plus its inserted statements."""
+    data = call.src.data
+    first_line = call.src.line_at(call.start)
+    last_line = call.src.line_at(call.end - 1)
+    line_start = call.src._starts[first_line - 1]
+    last_end = line_start + len(call.src.slice(first_line, last_line).rstrip(b"\n"))
+    old_lines = data[line_start:last_end].decode("utf-8").split("\n")
+    allowed = max(layout.FILL, *(layout.width(ln) for ln in old_lines))
+    original_name = parser.text(call.node.child_by_field_name("function"))
+    removed = any(a is None for a in call.args)
+    if call.name == original_name and not removed:
+        edits = [Edit(call.base + call.arg_nodes[i].start_byte, call.base + call.arg_nodes[i].end_byte,
+                      call.args[i]) for i in sorted(call.changed)]
+        in_place = _apply_bytes(data[line_start:last_end], [Edit(e.start - line_start, e.end - line_start, e.text)
+                                                             for e in edits]).decode("utf-8")
+        if all(layout.width(ln) <= allowed for ln in in_place.split("\n")):
+            return edits + call.inserts
+        # Break the changed operands where they pass the limit, aligned with their start.
+        filled = []
+        paren = call.base + call.node.child_by_field_name("arguments").start_byte
+        paren_line = call.src._starts[call.src.line_at(paren) - 1]
+        align = layout.width(data[paren_line:paren].decode("utf-8")) + 1
+        for e in edits:
+            start_line = call.src.line_at(e.start)
+            col = layout.width(data[call.src._starts[start_line - 1]:e.start].decode("utf-8"))
+            filled.append(Edit(e.start, e.end, layout.fill_operands(
+                e.text, col, col if start_line != call.src.line_at(paren) else align)))
+        in_place = _apply_bytes(data[line_start:last_end], [Edit(e.start - line_start, e.end - line_start, e.text)
+                                                             for e in filled]).decode("utf-8")
+        if all(layout.width(ln) <= allowed for ln in in_place.split("\n")):
+            return filled + call.inserts
+    prefix = data[line_start:call.start].decode("utf-8")
+    suffix = data[call.end:last_end].decode("utf-8")
+    if "\n" in prefix or "\n" in suffix:
+        raise NoEdit("the call shares its lines with other code wqlint cannot lay out again")
+    text = layout.render_call(prefix, call.name, [a for a in call.args if a is not None], suffix,
+                              limit=layout.FILL)
+    return [Edit(call.start, last_end, text)] + call.inserts
+
+
+def _apply_bytes(data: bytes, edits: list) -> bytes:
+    for e in sorted(edits, key=lambda e: -e.start):
+        data = data[: e.start] + e.text.encode("utf-8") + data[e.end:]
+    return data
+
+
+def apply_edits(text: bytes, edits: list) -> bytes:
+    """text with edits (non-overlapping, offsets in the original) applied."""
+    return _apply_bytes(text, edits)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _inner(call: Call) -> str:
+    return f"{call.name}()" if call.name not in ALLOCATORS else "a variable or wrapper"
+
+
+def _max_active_here(call: Call, finding: Finding) -> int:
+    i = finding.max_active_arg
+    if i < 0 or i >= len(call.args):
+        raise NoEdit(f"max_active is set inside {_inner(call)}, not at this call")
+    return i
+
+
+def cpu_ratio(node) -> Optional[tuple]:
+    """(mult, div) when node is a CPU count, k * count, count * k, count / k; else None."""
+    if node is None:
+        return None
+    if _is_cpu_count(node):
+        return (1, 1)
+    if node.type == "parenthesized_expression" and node.named_child_count == 1:
+        return cpu_ratio(node.named_children[0])
+    if node.type != "binary_expression":
+        return None
+    op = parser.text(node.child_by_field_name("operator"))
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    num = lambda n: n.type == "number_literal" and re.fullmatch(r"[1-9]\d*[uUlL]*", parser.text(n))
+    val = lambda n: int(re.match(r"\d+", parser.text(n)).group(0))
+    if op == "*":
+        if num(left) and cpu_ratio(right) == (1, 1):
+            return (val(left), 1)
+        if num(right) and cpu_ratio(left) == (1, 1):
+            return (val(right), 1)
+    if op == "/" and num(right) and cpu_ratio(left) == (1, 1):
+        return (1, val(right))
+    return None
+
+
+def _is_cpu_count(node) -> bool:
+    if node.type == "identifier":
+        return parser.text(node) in CPU_COUNT_NAMES
+    if node.type == "call_expression":
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        return parser.text(fn) in CPU_COUNT_CALLS and args is not None and args.named_child_count == 0
+    return False
+
+
+def _mentions_cpu_count(node) -> bool:
+    if _is_cpu_count(node):
+        return True
+    return any(_mentions_cpu_count(c) for c in node.named_children)
+
+
+def _assigned_to(call_node):
+    """(text of what the call's result is stored in, the statement), or (None, None)."""
+    parent = call_node.parent
+    while parent is not None and parent.type in ("parenthesized_expression", "cast_expression"):
+        parent = parent.parent
+    if parent is None:
+        return None, None
+    if parent.type == "assignment_expression" and parser.text(parent.child_by_field_name("operator")) == "=":
+        stmt = parent.parent
+        if stmt is not None and stmt.type == "expression_statement":
+            return parser.text(parent.child_by_field_name("left")), stmt
+    if parent.type == "init_declarator":
+        decl = parent.parent
+        target = parent.child_by_field_name("declarator")
+        while target is not None and target.type == "pointer_declarator":
+            target = target.child_by_field_name("declarator")
+        if decl is not None and decl.type == "declaration" and target is not None:
+            return parser.text(target), decl
+    return None, None
+
+
+def _null_check_after(stmt, target: str):
+    """The `if (!target) ...` right after stmt (without an else), or None."""
+    nxt = stmt.next_named_sibling
+    while nxt is not None and nxt.type == "comment":
+        nxt = nxt.next_named_sibling
+    if nxt is None or nxt.type != "if_statement" or nxt.child_by_field_name("alternative") is not None:
+        return None
+    cond = parser.text(nxt.child_by_field_name("condition"))
+    inner = " ".join(cond.strip()[1:-1].split())
+    return nxt if inner in {c.format(x=target) for c in _NULL_CHECK} else None

@@ -1,0 +1,51 @@
+"""What a fix is: edits to one file's text, for one finding, with the fix's safety."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from wqlint.finding import Finding
+
+TARGETS = ("mainline", "reference")
+# safe: applied by `wqlint fix --apply`; suggestion: shown and applied only when asked
+# (--suggestions), because the intent cannot be known from the code.
+SAFETIES = ("safe", "suggestion")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace bytes [start, end) of the original file with text."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class Fix:
+    finding: Finding
+    target: str
+    safety: str  # safe | suggestion
+    edits: tuple  # of Edit, in one file (finding.path)
+    why: str  # one paragraph: what the edit does and why it is right on this version
+
+
+@dataclass
+class FileChange:
+    """The fixes of one file applied together: the text before and after."""
+
+    path: str  # relative to the tree, '/' separators
+    before: str
+    after: str
+    fixes: list = field(default_factory=list)  # of Fix
+
+    def diff(self) -> str:
+        """A `git apply`-ready unified diff of this file."""
+        body = "".join(difflib.unified_diff(
+            self.before.splitlines(True), self.after.splitlines(True),
+            f"a/{self.path}", f"b/{self.path}", n=3))
+        if not body:
+            return ""
+        if not self.after.endswith("\n"):
+            body += "\n\\ No newline at end of file\n"
+        return f"diff --git a/{self.path} b/{self.path}\n" + body

@@ -1,0 +1,152 @@
+"""From a scan's findings to the changes of each file, for one target (mainline | reference).
+
+rules.yaml decides, per rule, target and kernel version, which edit fixes a finding and how
+safe it is (fix.targets). Safe fixes are made; suggestions only when asked; findings without
+an edit are listed with the reason, so nothing is silently left out.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+from wqlint import kversion
+from wqlint.finding import Finding, Report
+from wqlint.fix import edits as edit_kinds
+from wqlint.fix.model import FileChange, Fix
+from wqlint.scan import parser
+from wqlint.scan.source import SourceError, SourceFile, read_source
+
+API_HEADER = "include/linux/workqueue.h"
+
+
+class FixError(Exception):
+    """Input the fixer cannot use; str() is one line naming the file and the problem."""
+
+
+@dataclass
+class NotFixed:
+    finding: Finding
+    reason: str
+    safety: str = ""  # the safety of the fix that was not made ("" when there is none)
+
+
+@dataclass
+class Plan:
+    root: Path
+    target: str
+    version: tuple
+    changes: list = field(default_factory=list)  # of FileChange, by path
+    not_fixed: list = field(default_factory=list)  # of NotFixed
+    notes: list = field(default_factory=list)
+
+    def diff(self) -> str:
+        return "".join(c.diff() for c in self.changes)
+
+    def fixes(self) -> list:
+        return [f for c in self.changes for f in c.fixes]
+
+
+def tree_facts(root: Path) -> edit_kinds.TreeFacts:
+    header = root / API_HEADER
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = resources.files("wqlint.scan").joinpath("api", "workqueue.h").read_text(encoding="utf-8")
+    return edit_kinds.tree_facts(text)
+
+
+def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
+         suggestions: bool = False) -> Plan:
+    root = Path(report.root)
+    version = tuple(report.kernel_version)
+    result = Plan(root, target, version)
+    facts = tree_facts(root)
+    if target == "reference" and not facts.has_reference_api:
+        result.notes.append(f"{API_HEADER} has no workqueue_set_global_max_active_cpus(): the reference "
+                            "fixes need the patch series in kernel/ applied to build")
+    by_file: dict = {}
+    for f in report.findings:
+        if rule_ids and f.rule_id not in rule_ids:
+            continue
+        case = catalogue[f.rule_id].fix_case(target, version)
+        if case is None:
+            result.not_fixed.append(NotFixed(f, f"no {target} fix for {kversion.show(version)}"))
+            continue
+        why = case.why.replace("{version}", kversion.show(version))
+        if case.edit == "none":
+            result.not_fixed.append(NotFixed(f, why, case.safety))
+            continue
+        if case.safety == "suggestion" and not suggestions:
+            result.not_fixed.append(NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety))
+            continue
+        by_file.setdefault(f.path, []).append((f, case, why))
+    for path in sorted(by_file):
+        change = _file_change(root, path, by_file[path], target, facts, result)
+        if change is not None:
+            result.changes.append(change)
+    return result
+
+
+def _file_change(root: Path, rel: str, items: list, target: str, facts, result: Plan):
+    path = root / rel
+    try:
+        data = read_source(path)
+    except SourceError as exc:
+        raise FixError(f"{rel}: {exc}") from None
+    src = SourceFile(rel, data)
+    calls: dict = {}
+    for f, case, why in items:
+        calls.setdefault((f.line, f.col), []).append((f, case, why))
+    edits, fixes = [], []
+    for key in sorted(calls):
+        group = calls[key]
+        try:
+            call = edit_kinds.find_call(src, group[0][0])
+        except edit_kinds.NoEdit as exc:
+            result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
+            continue
+        made = []
+        for f, case, why in group:
+            before = copy.copy(call.__dict__)
+            before["args"], before["changed"], before["inserts"] = list(call.args), set(call.changed), list(call.inserts)
+            try:
+                edit_kinds.EDITS[case.edit](call, f, facts)
+            except edit_kinds.NoEdit as exc:
+                call.__dict__.update(before)
+                result.not_fixed.append(NotFixed(f, str(exc), case.safety))
+                continue
+            made.append((f, case, why))
+        if not made:
+            continue
+        try:
+            call_edits = edit_kinds.render(call)
+        except edit_kinds.NoEdit as exc:
+            result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in made)
+            continue
+        edits.extend(call_edits)
+        fixes.extend(Fix(f, target, case.safety, tuple(call_edits), why) for f, case, why in made)
+    if not edits:
+        return None
+    edits.sort(key=lambda e: (e.start, e.end))
+    for a, b in zip(edits, edits[1:]):
+        if b.start < a.end:
+            raise FixError(f"{rel}: two fixes overlap at byte {b.start}; fix one rule at a time (--rule)")
+    after = edit_kinds.apply_edits(data, edits)
+    if _errors(after) > _errors(data):
+        result.not_fixed.extend(NotFixed(fx.finding, "the edited file would not parse", fx.safety) for fx in fixes)
+        return None
+    return FileChange(rel, data.decode("utf-8"), after.decode("utf-8"), fixes)
+
+
+def _errors(data: bytes) -> int:
+    count, stack = 0, [parser.parse(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            count += 1
+        elif node.has_error:
+            stack.extend(node.children)
+    return count
