@@ -249,3 +249,112 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
     for err in errors:
         click.echo(f"wqlint check: {inv.file}: {err}", err=True)
     sys.exit(0)
+
+
+def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None):
+    """The findings fix and bulk work from: a fresh scan of PATHS, or a saved JSON scan
+    checked against the files as they are now."""
+    from wqlint.scan.engine import UsageError, find_root, scan as ts_scan
+
+    if findings_json is None:
+        try:
+            return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
+                           ncpus=cpus, max_cpus=max_cpus)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+    from wqlint.fix import saved
+    try:
+        return saved.load(findings_json, find_root(list(paths)), list(paths), kernel_version)
+    except saved.SavedError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
+
+
+def _fix_options(command):
+    for option in reversed([
+        click.option("--target", type=click.Choice(["mainline", "reference"]), required=True,
+                      help="mainline: APIs the scanned kernel has; reference: the series in kernel/."),
+        click.option("--rule", "rule_ids", multiple=True, metavar="ID",
+                     help="Only fix findings of this rule (repeatable)."),
+        click.option("--suggestions", is_flag=True,
+                     help="Also make the fixes rules.yaml marks as suggestions (intent unknown)."),
+        click.option("--findings", "findings_json", type=click.Path(dir_okay=False),
+                     help="Use this saved `wqlint scan --format json` instead of scanning."),
+        click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores]."),
+    ]):
+        command = option(command)
+    return _analysis_options(command)
+
+
+def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
+          rules_path):
+    from wqlint.fix import plan as plan_mod
+
+    cat = _load_catalogue(rules_path)
+    unknown = [r for r in rule_ids if r not in cat.ids()]
+    if unknown:
+        raise click.UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(cat.ids())})")
+    report = _tree_report(paths, cat, jobs or os.cpu_count() or 1, kernel_version, cpus, max_cpus,
+                          findings_json)
+    for err in report.errors:
+        click.echo(str(err), err=True)
+    try:
+        result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions)
+    except plan_mod.FixError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
+    for note in report.notes + result.notes:
+        click.echo(f"wqlint: {note}", err=True)
+    return cat, report, result
+
+
+def _summary(result) -> None:
+    """Findings left unfixed, grouped by rule and reason, then the totals."""
+    groups: dict = {}
+    for nf in result.not_fixed:
+        groups.setdefault((nf.finding.rule_id, nf.reason), []).append(nf.finding)
+    for (rule_id, reason), found in groups.items():
+        click.echo(f"not fixed [{rule_id}] ({len(found)}): {reason}", err=True)
+        for f in found:
+            click.echo(f"  {f.path}:{f.line}:{f.col}", err=True)
+    fixes = result.fixes()
+    click.echo(f"wqlint: {len(fixes)} finding(s) fixed in {len(result.changes)} file(s) "
+               f"(target {result.target}, {kversion.show(result.version)}); "
+               f"{len(result.not_fixed)} not fixed", err=True)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False))
+@_fix_options
+@click.option("--diff", "mode", flag_value="diff", help="Print a unified diff (git apply ready).")
+@click.option("--apply", "mode", flag_value="apply", help="Write the fixes into the tree.")
+@click.option("--force", is_flag=True, help="With --apply: also files with uncommitted changes.")
+def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
+        rules_path, mode, force):
+    """Fix the findings in PATHS: --diff prints the change, --apply makes it.
+
+    Safe fixes are made; those rules.yaml marks as suggestions only with --suggestions; every
+    finding left unfixed is listed on stderr with the reason. --apply writes atomically, only
+    inside the tree, and refuses files with uncommitted changes in a git tree unless --force.
+
+    Exit status: 0 done, 1 --apply refused (nothing written), 2 usage or catalogue error,
+    3 some input could not be processed.
+    """
+    from wqlint.fix import apply as apply_mod
+
+    if mode is None:
+        raise click.UsageError("say --diff or --apply")
+    cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
+                                kernel_version, cpus, max_cpus, rules_path)
+    if mode == "diff":
+        click.echo(result.diff(), nl=False)
+    else:
+        try:
+            written = apply_mod.apply(result.root, result.changes, force=force)
+        except apply_mod.ApplyError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+        for rel in written:
+            click.echo(f"wqlint: fixed {rel}", err=True)
+    _summary(result)
+    sys.exit(3 if report.errors else 0)

@@ -52,7 +52,24 @@ class Finding:
             "line": self.line, "column": self.col, "message": self.message,
             "chain": [s.to_dict() for s in self.chain], "migration": self.migration,
             "engine": self.engine, "fingerprint": self.fingerprint(),
+            "arguments": {"flags": self.flags_arg, "max_active": self.max_active_arg},
+            "hints": sorted(self.hints),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Finding":
+        """The inverse of to_dict (a saved `wqlint scan --format json`); KeyError/TypeError/
+        ValueError on a malformed entry."""
+        args = d.get("arguments") or {}
+        return cls(
+            rule_id=str(d["rule"]), severity=str(d["severity"]), path=str(d["path"]),
+            line=int(d["line"]), col=int(d["column"]), message=str(d["message"]),
+            chain=tuple(Step(str(s["path"]), int(s["line"]), str(s["text"]), str(s["note"]))
+                        for s in d.get("chain", [])),
+            migration=str(d.get("migration", "")), engine=str(d.get("engine", "tree-sitter")),
+            flags_arg=int(args.get("flags", -1)), max_active_arg=int(args.get("max_active", -1)),
+            hints=frozenset(str(h) for h in d.get("hints", [])),
+        )
 
 
 @dataclass

@@ -96,10 +96,14 @@ class Call:
         return self.base + self.node.end_byte
 
     def set_arg(self, i: int, text: str) -> None:
+        if i in self.changed:
+            raise NoEdit("another fix of this call already changes that argument")
         self.args[i] = text
         self.changed.add(i)
 
     def remove_arg(self, i: int) -> None:
+        if i in self.changed:
+            raise NoEdit("another fix of this call already changes that argument")
         self.args[i] = None
         self.changed.add(i)
 
@@ -207,23 +211,27 @@ def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
     if target is None:
         raise NoEdit("the new queue is not stored in a variable or field at this call")
     if ratio:
-        setter = f"workqueue_set_global_max_active_cpus({target}, {ratio[0]}, {ratio[1]});"
+        setter = ("workqueue_set_global_max_active_cpus", [target, str(ratio[0]), str(ratio[1])])
     else:
-        setter = f"workqueue_set_global_max_active({target}, {call.args[i]});"
+        setter = ("workqueue_set_global_max_active", [target, call.args[i]])
     call.set_arg(i, "0")
     indent = layout.line_indent(call.src.line_text(call.src.line_at(call.base + stmt.start_byte)))
     check = _null_check_after(stmt, target)
     if check is not None:
         at = call.base + check.end_byte
-        call.inserts.append(Edit(at, at, "\n" + indent + setter))
+        call.inserts.append(Edit(at, at, "\n" + indent + layout.render_call(indent, *setter, ";")))
     else:
         at = call.base + stmt.end_byte
-        call.inserts.append(Edit(at, at, f"\n{indent}if ({target})\n{indent}\t{setter}"))
+        inner = indent + "\t"
+        call.inserts.append(Edit(at, at, f"\n{indent}if ({target})\n{inner}" +
+                                 layout.render_call(inner, *setter, ";")))
 
 
+# When several findings share a call, the edits are tried in this order: the ones that
+# rewrite the whole call first, a clamp last (a global limit makes it moot).
 EDITS = {
-    "add-percpu": add_percpu, "expand-legacy": expand_legacy, "ordered": ordered,
-    "global-limit": global_limit, "percpu-default": percpu_default, "clamp": clamp,
+    "expand-legacy": expand_legacy, "ordered": ordered, "global-limit": global_limit,
+    "percpu-default": percpu_default, "add-percpu": add_percpu, "clamp": clamp,
 }
 
 
@@ -240,34 +248,40 @@ def render(call: Call) -> list:
     allowed = max(layout.FILL, *(layout.width(ln) for ln in old_lines))
     original_name = parser.text(call.node.child_by_field_name("function"))
     removed = any(a is None for a in call.args)
+    prefix = data[line_start:call.start].decode("utf-8")
+    suffix = data[call.end:last_end].decode("utf-8")
+    relaid = None
+    if "\n" not in prefix and "\n" not in suffix:
+        relaid = layout.render_call(prefix, call.name, [a for a in call.args if a is not None], suffix)
     if call.name == original_name and not removed:
         edits = [Edit(call.base + call.arg_nodes[i].start_byte, call.base + call.arg_nodes[i].end_byte,
                       call.args[i]) for i in sorted(call.changed)]
-        in_place = _apply_bytes(data[line_start:last_end], [Edit(e.start - line_start, e.end - line_start, e.text)
-                                                             for e in edits]).decode("utf-8")
-        if all(layout.width(ln) <= allowed for ln in in_place.split("\n")):
-            return edits + call.inserts
-        # Break the changed operands where they pass the limit, aligned with their start.
-        filled = []
-        paren = call.base + call.node.child_by_field_name("arguments").start_byte
-        paren_line = call.src._starts[call.src.line_at(paren) - 1]
-        align = layout.width(data[paren_line:paren].decode("utf-8")) + 1
-        for e in edits:
-            start_line = call.src.line_at(e.start)
-            col = layout.width(data[call.src._starts[start_line - 1]:e.start].decode("utf-8"))
-            filled.append(Edit(e.start, e.end, layout.fill_operands(
-                e.text, col, col if start_line != call.src.line_at(paren) else align)))
-        in_place = _apply_bytes(data[line_start:last_end], [Edit(e.start - line_start, e.end - line_start, e.text)
-                                                             for e in filled]).decode("utf-8")
-        if all(layout.width(ln) <= allowed for ln in in_place.split("\n")):
-            return filled + call.inserts
-    prefix = data[line_start:call.start].decode("utf-8")
-    suffix = data[call.end:last_end].decode("utf-8")
-    if "\n" in prefix or "\n" in suffix:
+        for candidate in (edits, _filled(call, edits)):
+            text = _apply_bytes(data[line_start:last_end],
+                                [Edit(e.start - line_start, e.end - line_start, e.text) for e in candidate])
+            lines = text.decode("utf-8").split("\n")
+            if all(layout.width(ln) <= allowed for ln in lines):
+                # A shorter argument may let the call fit on fewer lines: then lay it out again.
+                if relaid is not None and relaid.count("\n") + 1 < len(lines):
+                    break
+                return candidate + call.inserts
+    if relaid is None:
         raise NoEdit("the call shares its lines with other code wqlint cannot lay out again")
-    text = layout.render_call(prefix, call.name, [a for a in call.args if a is not None], suffix,
-                              limit=layout.FILL)
-    return [Edit(call.start, last_end, text)] + call.inserts
+    return [Edit(call.start, last_end, relaid)] + call.inserts
+
+
+def _filled(call: Call, edits: list) -> list:
+    """edits with their operands broken after '|' where they pass the limit."""
+    data = call.src.data
+    paren = call.base + call.node.child_by_field_name("arguments").start_byte
+    paren_line = call.src.line_at(paren)
+    align = layout.width(data[call.src._starts[paren_line - 1]:paren].decode("utf-8")) + 1
+    out = []
+    for e in edits:
+        start_line = call.src.line_at(e.start)
+        col = layout.width(data[call.src._starts[start_line - 1]:e.start].decode("utf-8"))
+        out.append(Edit(e.start, e.end, layout.fill_operands(e.text, col, col if start_line != paren_line else align)))
+    return out
 
 
 def _apply_bytes(data: bytes, edits: list) -> bytes:

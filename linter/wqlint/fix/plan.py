@@ -109,7 +109,8 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
         made = []
-        for f, case, why in group:
+        order = list(edit_kinds.EDITS)
+        for f, case, why in sorted(group, key=lambda item: order.index(item[1].edit)):
             before = copy.copy(call.__dict__)
             before["args"], before["changed"], before["inserts"] = list(call.args), set(call.changed), list(call.inserts)
             try:

@@ -1,0 +1,208 @@
+"""wqlint fix: the exact edits per rule and target (.fixed.c twins), idempotence, the diff
+applying as git applies it, and every refusal: uncommitted work, files outside the tree,
+a file changed since a saved scan.
+
+Twins: tests/fixtures/fix/expected/<target>/<rule>/<path>.fixed.c hold each file that
+`wqlint fix --target <target> --rule <rule> --apply --suggestions` changes, or
+expected/both/<rule>/ when rules.yaml fixes the rule the same way for both targets; a file
+without a twin must stay as it is. WQLINT_REGEN=1 rewrites them (then read the diff before
+committing).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from helpers import run
+from wqlint import catalogue
+
+TREE = FIXTURES / "fix" / "tree"
+EXPECTED = FIXTURES / "fix" / "expected"
+RULES = catalogue.load().ids()
+
+
+def tree_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "tree"
+    shutil.copytree(TREE, dest)
+    return dest
+
+
+def sources(root: Path) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.c"))}
+
+
+@pytest.mark.parametrize("target", ["mainline", "reference"])
+@pytest.mark.parametrize("rule", RULES)
+def test_fixed_twins(tmp_path, target, rule):
+    root = tree_copy(tmp_path)
+    before = sources(root)
+    got = run("fix", root, "--target", target, "--rule", rule, "--apply", "--suggestions")
+    assert got.exit_code == 0, got.stderr
+    after = sources(root)
+    cat = catalogue.load()
+    same = cat[rule].fix_case("mainline", (6, 12, 0)) == cat[rule].fix_case("reference", (6, 12, 0))
+    twins = EXPECTED / ("both" if same else target) / rule
+    if os.environ.get("WQLINT_REGEN"):
+        shutil.rmtree(twins, ignore_errors=True)
+        for rel, text in after.items():
+            if text != before[rel]:
+                (twins / (rel[:-2] + ".fixed.c")).parent.mkdir(parents=True, exist_ok=True)
+                (twins / (rel[:-2] + ".fixed.c")).write_text(text)
+    for rel, text in after.items():
+        twin = twins / (rel[:-2] + ".fixed.c")
+        if twin.is_file():
+            assert text == twin.read_text(), f"{rel} differs from {twin}"
+        else:
+            assert text == before[rel], f"{rel} changed but has no twin"
+    # Idempotent: a second run finds nothing more to fix for this rule.
+    again = run("fix", root, "--target", target, "--rule", rule, "--diff", "--suggestions")
+    assert again.exit_code == 0 and again.stdout == ""
+
+
+def test_every_rule_has_a_twin_somewhere():
+    """Each edit kind rules.yaml names is exercised by at least one twin."""
+    cat = catalogue.load()
+    for rule in cat.rules:
+        for target in ("mainline", "reference"):
+            case = rule.fix_case(target, (6, 12, 0))
+            if case.edit != "none":
+                assert any((EXPECTED / target / rule.id).rglob("*.fixed.c")) or \
+                    any((EXPECTED / "both" / rule.id).rglob("*.fixed.c")), (rule.id, target)
+
+
+def test_mainline_cpu_count_is_explained_not_edited(tmp_path):
+    root = tree_copy(tmp_path)
+    got = run("fix", root, "--target", "mainline", "--rule", "unbound-max-active-cpu-count", "--diff")
+    assert got.stdout == ""
+    lines = got.stderr.splitlines()
+    assert lines[0].startswith("not fixed [unbound-max-active-cpu-count] (5): On v6.12 max_active of an "
+                               "unbound queue is already a system-wide limit (5797b1c18919)")
+    assert lines[1:] == ["  drivers/fixme/cpus.c:10:38", "  drivers/fixme/cpus.c:13:12",
+                         "  drivers/fixme/cpus.c:18:13", "  drivers/fixme/cpus.c:24:11",
+                         "  drivers/fixme/cpus.c:34:12",
+                         "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12); 5 not fixed"]
+
+
+def test_suggestions_are_not_made_by_default(tmp_path):
+    root = tree_copy(tmp_path)
+    got = run("fix", root, "--target", "mainline", "--rule", "unbound-max-active-one", "--apply")
+    assert got.exit_code == 0
+    assert sources(root) == sources(TREE)
+    assert "not fixed [unbound-max-active-one] (4): suggestion, made only with --suggestions: " in got.stderr
+
+
+def test_version_decides_the_reference_fix(tmp_path):
+    """On a v6.1 tree the system-wide limit lowers today's concurrency: only a suggestion."""
+    root = tree_copy(tmp_path)
+    got = run("fix", root, "--target", "reference", "--kernel-version", "6.1",
+              "--rule", "unbound-max-active-cpu-count", "--diff")
+    assert got.stdout == ""
+    assert ("not fixed [unbound-max-active-cpu-count] (5): suggestion, made only with --suggestions: "
+            "On v6.1 max_active of an unbound queue is not system-wide") in got.stderr
+    made = run("fix", root, "--target", "reference", "--kernel-version", "6.1",
+               "--rule", "unbound-max-active-cpu-count", "--diff", "--suggestions")
+    added = [ln[1:].strip() for ln in made.stdout.splitlines() if ln.startswith("+\t")]
+    assert [ln for ln in added if ln.startswith("workqueue_set_global")] == [
+        "workqueue_set_global_max_active_cpus(read_wq, 1, 1);",
+        "workqueue_set_global_max_active_cpus(write_wq, 2, 1);",
+        "workqueue_set_global_max_active(cap_wq, min(num_online_cpus() + 2, 8));",
+        "workqueue_set_global_max_active_cpus(bare_wq, 1, 2);"]
+
+
+def test_diff_applies_with_git_apply_like_apply(tmp_path):
+    root = tree_copy(tmp_path)
+    diff = run("fix", root, "--target", "reference", "--diff", "--suggestions").stdout
+    assert diff.startswith("diff --git a/drivers/fixme/affinity.c b/drivers/fixme/affinity.c\n")
+    subprocess.run(["git", "apply", "--check", "-"], input=diff, text=True, cwd=root, check=True)
+    subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=root, check=True)
+    other = tmp_path / "other"
+    shutil.copytree(TREE, other)
+    assert run("fix", other, "--target", "reference", "--apply", "--suggestions").exit_code == 0
+    assert sources(root) == sources(other)
+
+
+def _git_tree(tmp_path) -> Path:
+    root = tree_copy(tmp_path)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@e")
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "base"]):
+        subprocess.run(cmd, cwd=root, check=True, env=env)
+    return root
+
+
+def test_apply_refuses_uncommitted_work_unless_forced(tmp_path):
+    root = _git_tree(tmp_path)
+    legacy = root / "drivers/fixme/legacy.c"
+    legacy.write_text(legacy.read_text() + "/* work in progress */\n")
+    snapshot = sources(root)
+    got = run("fix", root, "--target", "mainline", "--apply")
+    assert got.exit_code == 1
+    assert got.stderr.splitlines()[0] == ("Error: drivers/fixme/legacy.c: has uncommitted changes "
+                                          "(1 file(s) in all); commit or stash them, or use --force")
+    assert sources(root) == snapshot  # nothing written, not even the clean files
+    forced = run("fix", root, "--target", "mainline", "--apply", "--force")
+    assert forced.exit_code == 0
+    assert "alloc_ordered_workqueue(\"%s\", WQ_MEM_RECLAIM, name)" in legacy.read_text()
+    assert legacy.read_text().endswith("/* work in progress */\n")
+
+
+def test_never_writes_outside_the_tree(tmp_path):
+    """A saved scan naming a file outside the tree is refused; so is a change reaching
+    outside through a symbolic link."""
+    root = tree_copy(tmp_path)
+    outside = tmp_path / "outside.c"
+    outside.write_text('#include <linux/workqueue.h>\nvoid f(void)\n{\n\tw = alloc_workqueue("x", 0, 0);\n}\n')
+    saved = tmp_path / "scan.json"
+    run("scan", root, "--format", "json", "-o", saved)
+    doc = json.loads(saved.read_text())
+    doc["findings"][0]["path"] = "../outside.c"
+    saved.write_text(json.dumps(doc))
+    got = run("fix", root, "--target", "mainline", "--findings", saved, "--apply")
+    assert got.exit_code == 3
+    assert got.stderr.splitlines() == [f"Error: {saved}: finding in ../outside.c, outside the tree {root}"]
+    assert "WQ_PERCPU" not in outside.read_text()
+
+    from wqlint.fix import apply as apply_mod
+    from wqlint.fix.model import FileChange
+    (root / "drivers/fixme/link.c").symlink_to(outside)
+    text = outside.read_text()
+    with pytest.raises(apply_mod.ApplyError) as err:
+        apply_mod.apply(root, [FileChange("drivers/fixme/link.c", text, text.replace("0, 0", "WQ_PERCPU, 0"))])
+    assert str(err.value) == f"drivers/fixme/link.c: outside the tree {root}, not written"
+    assert outside.read_text() == text
+
+
+def test_saved_scan_of_a_file_that_changed_since(tmp_path):
+    root = tree_copy(tmp_path)
+    saved = tmp_path / "scan.json"
+    scan = run("scan", root, "--format", "json", "-o", saved)
+    assert scan.exit_code == 1
+    fixed_from_saved = run("fix", root, "--target", "mainline", "--findings", saved, "--diff")
+    assert fixed_from_saved.stdout == run("fix", root, "--target", "mainline", "--diff").stdout
+    legacy = root / "drivers/fixme/legacy.c"
+    legacy.write_text(legacy.read_text().replace('create_workqueue("fixme_legacy")', 'create_workqueue("renamed")'))
+    got = run("fix", root, "--target", "mainline", "--findings", saved, "--diff")
+    assert got.exit_code == 3
+    assert got.stdout == ""
+    assert got.stderr.splitlines() == [f"Error: drivers/fixme/legacy.c:8: changed since the scan ({saved}); scan again"]
+
+
+def test_saved_scan_that_is_not_one(tmp_path):
+    root = tree_copy(tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"findings": [{"rule": "x"}]}))
+    got = run("fix", root, "--target", "mainline", "--findings", bad, "--diff")
+    assert got.exit_code == 3
+    assert got.stderr.startswith(f"Error: {bad}: not a `wqlint scan --format json` document")
+
+
+def test_fix_needs_a_mode_and_known_rules(tmp_path):
+    assert run("fix", TREE, "--target", "mainline").exit_code == 2
+    got = run("fix", TREE, "--target", "mainline", "--rule", "nope", "--diff")
+    assert got.exit_code == 2 and "unknown rule 'nope'" in got.stderr
