@@ -13,5 +13,6 @@ def check(site: Site, ctx: CheckContext) -> list:
     info = flag_info(site.flags, ctx.bits)
     if not info.legacy or not site.via:
         return []  # __WQ_LEGACY written by hand outside the macros is the API's own business
-    rule = ctx.catalogue[RULE]
-    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), rule.fix_strategy)]
+    migration = (f"Replace {site.entry}() by the call its definition makes, without __WQ_LEGACY "
+                 "(`wqlint fix --target mainline` writes it).")
+    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), migration)]
