@@ -146,6 +146,9 @@ def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
 def with_flag(text: str, node, flag: str) -> str:
     if text.strip() == "0":
         return flag
+    if "||" not in text and re.search(r"\S\||\|\S", text):
+        # The line changes anyway: space the operators as checkpatch asks.
+        text = " | ".join(layout.normalize(o) for o in layout.split_top(text, "|"))
     low = node is not None and (node.type in _LOW_PRECEDENCE or (
         node.type == "binary_expression" and parser.text(node.child_by_field_name("operator")) in ("||", "&&")))
     return f"({text}) | {flag}" if low else f"{text} | {flag}"
@@ -260,7 +263,7 @@ def render(call: Call) -> list:
             text = _apply_bytes(data[line_start:last_end],
                                 [Edit(e.start - line_start, e.end - line_start, e.text) for e in candidate])
             lines = text.decode("utf-8").split("\n")
-            if all(layout.width(ln) <= allowed for ln in lines):
+            if all(layout.width(ln) <= allowed for ln in lines) and not _misaligned(call, candidate, lines):
                 # A shorter argument may let the call fit on fewer lines: then lay it out again.
                 if relaid is not None and relaid.count("\n") + 1 < len(lines):
                     break
@@ -270,12 +273,29 @@ def render(call: Call) -> list:
     return [Edit(call.start, last_end, relaid)] + call.inserts
 
 
+def _paren_column(call: Call) -> tuple:
+    """(line of the call's open parenthesis, the column just after it)."""
+    paren = call.base + call.node.child_by_field_name("arguments").start_byte
+    line = call.src.line_at(paren)
+    return line, layout.width(call.src.data[call.src._starts[line - 1]:paren].decode("utf-8")) + 1
+
+
+def _misaligned(call: Call, edits: list, lines: list) -> bool:
+    """Would the edit touch the open parenthesis' line of a call whose next line is not
+    aligned with it (checkpatch then asks for the alignment on the changed line)?"""
+    paren_line, align = _paren_column(call)
+    first = call.src.line_at(call.start)
+    row = paren_line - first
+    if row + 1 >= len(lines) or not any(call.src.line_at(e.start) == paren_line for e in edits):
+        return False
+    nxt = lines[row + 1]
+    return layout.width(layout.line_indent(nxt)) != align
+
+
 def _filled(call: Call, edits: list) -> list:
     """edits with their operands broken after '|' where they pass the limit."""
     data = call.src.data
-    paren = call.base + call.node.child_by_field_name("arguments").start_byte
-    paren_line = call.src.line_at(paren)
-    align = layout.width(data[call.src._starts[paren_line - 1]:paren].decode("utf-8")) + 1
+    paren_line, align = _paren_column(call)
     out = []
     for e in edits:
         start_line = call.src.line_at(e.start)
