@@ -358,3 +358,72 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versio
             click.echo(f"wqlint: fixed {rel}", err=True)
     _summary(result)
     sys.exit(3 if report.errors else 0)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False))
+@_fix_options
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="Directory for fix.cocci and the patch series.")
+@click.option("--author", default="wqlint <wqlint@localhost>", show_default=True,
+              help="From: of the patches.")
+@click.option("--date", default=None, help="Date: of the patches (RFC 2822) [now].")
+@click.option("--verify", is_flag=True,
+              help="Apply the series to a scratch copy, compile the touched objects, scan again.")
+@click.option("--build-dir", type=click.Path(file_okay=False), default=None,
+              help="With --verify: the O= build directory to use [OUT/verify/build].")
+def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
+         rules_path, out_dir, author, date, verify, build_dir):
+    """Bulk fixes for PATHS: OUT/fix.cocci (a semantic patch that makes the same change on any
+    copy of the tree) and OUT/NNNN-*.patch (a series, one patch per subsystem, Cc from the
+    tree's MAINTAINERS), plus a check with --verify.
+
+    Exit status: 0 done (and verified), 1 verification failed, 2 usage or catalogue error,
+    3 some input could not be processed (a tree without MAINTAINERS, a file changed since a
+    saved scan, a patch that does not apply).
+    """
+    from pathlib import Path
+
+    from wqlint.fix import cocci_gen, series as series_mod, verify as verify_mod
+
+    cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
+                                kernel_version, cpus, max_cpus, rules_path)
+    out = Path(out_dir)
+    root = Path(result.root)
+    if os.path.realpath(out).startswith(os.path.realpath(root) + os.sep):
+        raise click.UsageError(f"--out {out_dir} is inside the tree {root}: give a directory outside it")
+    try:
+        patches = series_mod.write_series(root, result.changes, cat, result.version, target, out,
+                                          author=author, date=date)
+    except series_mod.SeriesError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
+    fixes = result.fixes()
+    subject = "workqueue: " + ("the fixes of wqlint bulk" if not fixes else
+                               f"{len(fixes)} fix(es) for {target}")
+    _write_atomic(str(out / "fix.cocci"), cocci_gen.generate(fixes, target, result.version, subject))
+    for p in patches:
+        click.echo(str(p))
+    click.echo(str(out / "fix.cocci"))
+    _summary(result)
+    status = 3 if report.errors else 0
+    if verify and patches:
+        jobs = jobs or os.cpu_count() or 1
+        outcome = verify_mod.Verified()
+        try:
+            scratch = verify_mod.scratch_copy(root, out / "verify" / "tree")
+            outcome.applied = verify_mod.apply_series(scratch, patches[1:])
+            touched = sorted(c.path for c in result.changes)
+            verify_mod.build(scratch, Path(build_dir) if build_dir else out / "verify" / "build",
+                             touched, jobs, outcome)
+            again = _tree_report([str(scratch / t) for t in touched], cat, jobs, result.version, cpus,
+                                 max_cpus)
+            outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)
+        except verify_mod.VerifyError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(3)
+        for line in outcome.lines():
+            click.echo(line, err=True)
+        if not outcome.ok():
+            status = max(status, 1)
+    sys.exit(status)

@@ -86,6 +86,8 @@ class Call:
     arg_nodes: list
     inserts: list = field(default_factory=list)  # of Edit: statements added after the call's
     changed: set = field(default_factory=set)  # indices of arguments whose text changed
+    # What each edit did, as data for the semantic patch: tuples whose first item names it.
+    ops: list = field(default_factory=list)
 
     @property
     def start(self) -> int:
@@ -140,7 +142,10 @@ def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
     i = finding.flags_arg
     if i < 0 or i >= len(call.args):
         raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
-    call.set_arg(i, with_flag(call.args[i], call.arg_nodes[i], "WQ_PERCPU"))
+    old = call.args[i]
+    call.set_arg(i, with_flag(old, call.arg_nodes[i], "WQ_PERCPU"))
+    variant = "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
+    call.ops.append(("add-flag", call.name, i, "WQ_PERCPU", variant))
 
 
 def with_flag(text: str, node, flag: str) -> str:
@@ -166,6 +171,7 @@ def expand_legacy(call: Call, finding: Finding, facts: TreeFacts) -> None:
     name = call.args[0]
     literal = re.fullmatch(r'"(?:[^"\\%]|\\.)*"', name.strip())
     tail = [] if literal and fmt == '"%s"' else [name]
+    call.ops.append(("legacy", call.name, callee, not tail, " | ".join(operands) or "0", tuple(middle), fmt))
     call.name = callee
     call.args = [name.strip() if tail == [] else fmt, " | ".join(operands) or "0", *middle, *tail]
     call.arg_nodes = [None] * len(call.args)
@@ -187,16 +193,19 @@ def ordered(call: Call, finding: Finding, facts: TreeFacts) -> None:
     call.name = "alloc_ordered_workqueue"
     call.set_arg(fi, " | ".join(rest) or "0")
     call.remove_arg(mi)
+    call.ops.append(("ordered", fi, mi, call.args[fi]))
 
 
 def percpu_default(call: Call, finding: Finding, facts: TreeFacts) -> None:
     i = _max_active_here(call, finding)
     call.set_arg(i, "0")
+    call.ops.append(("arg", call.name, i, "0"))
 
 
 def clamp(call: Call, finding: Finding, facts: TreeFacts) -> None:
     i = _max_active_here(call, finding)
     call.set_arg(i, f"min_t(int, {call.args[i]}, WQ_MAX_ACTIVE)")
+    call.ops.append(("arg", call.name, i, call.args[i]))
 
 
 def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
@@ -220,6 +229,8 @@ def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
     call.set_arg(i, "0")
     indent = layout.line_indent(call.src.line_text(call.src.line_at(call.base + stmt.start_byte)))
     check = _null_check_after(stmt, target)
+    call.ops.append(("global", call.name, i, target, setter[0], tuple(setter[1]),
+                     parser.text(check.child_by_field_name("condition")) if check is not None else None))
     if check is not None:
         at = call.base + check.end_byte
         call.inserts.append(Edit(at, at, "\n" + indent + layout.render_call(indent, *setter, ";")))
@@ -259,14 +270,14 @@ def render(call: Call) -> list:
     if call.name == original_name and not removed:
         edits = [Edit(call.base + call.arg_nodes[i].start_byte, call.base + call.arg_nodes[i].end_byte,
                       call.args[i]) for i in sorted(call.changed)]
-        for candidate in (edits, _filled(call, edits)):
+        # In place; then, for a call written on several lines, its operands broken after
+        # '|'; a call written on one line is laid out again (as Coccinelle lays it out).
+        candidates = [edits] if first_line == last_line else [edits, _filled(call, edits)]
+        for candidate in candidates:
             text = _apply_bytes(data[line_start:last_end],
                                 [Edit(e.start - line_start, e.end - line_start, e.text) for e in candidate])
             lines = text.decode("utf-8").split("\n")
             if all(layout.width(ln) <= allowed for ln in lines) and not _misaligned(call, candidate, lines):
-                # A shorter argument may let the call fit on fewer lines: then lay it out again.
-                if relaid is not None and relaid.count("\n") + 1 < len(lines):
-                    break
                 return candidate + call.inserts
     if relaid is None:
         raise NoEdit("the call shares its lines with other code wqlint cannot lay out again")
@@ -313,6 +324,16 @@ def _apply_bytes(data: bytes, edits: list) -> bytes:
 def apply_edits(text: bytes, edits: list) -> bytes:
     """text with edits (non-overlapping, offsets in the original) applied."""
     return _apply_bytes(text, edits)
+
+
+def enclosing_function(node) -> str:
+    """The name of the function definition node sits in, or ''."""
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    decl = node.child_by_field_name("declarator") if node is not None else None
+    while decl is not None and decl.type not in ("identifier", "field_identifier"):
+        decl = decl.child_by_field_name("declarator")
+    return parser.text(decl) if decl is not None else ""
 
 
 # -- helpers ------------------------------------------------------------------------------

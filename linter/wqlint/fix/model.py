@@ -28,6 +28,12 @@ class Fix:
     safety: str  # safe | suggestion
     edits: tuple  # of Edit, in one file (finding.path)
     why: str  # one paragraph: what the edit does and why it is right on this version
+    ops: tuple = ()  # what the edit does to the call, for the semantic patch (fix.cocci_gen)
+    # Where the call is, as a semantic patch can tell: the enclosing function, the name
+    # called and the text of the first argument.
+    function: str = ""
+    callee: str = ""
+    first_arg: str = ""
 
 
 @dataclass

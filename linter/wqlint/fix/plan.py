@@ -109,26 +109,33 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
         made = []
+        before_args = list(call.args)
         order = list(edit_kinds.EDITS)
         for f, case, why in sorted(group, key=lambda item: order.index(item[1].edit)):
             before = copy.copy(call.__dict__)
             before["args"], before["changed"], before["inserts"] = list(call.args), set(call.changed), list(call.inserts)
+            before["ops"] = list(call.ops)
             try:
                 edit_kinds.EDITS[case.edit](call, f, facts)
             except edit_kinds.NoEdit as exc:
                 call.__dict__.update(before)
                 result.not_fixed.append(NotFixed(f, str(exc), case.safety))
                 continue
-            made.append((f, case, why))
+            made.append((f, case, why, tuple(call.ops[len(before["ops"]):])))
         if not made:
             continue
         try:
             call_edits = edit_kinds.render(call)
         except edit_kinds.NoEdit as exc:
-            result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in made)
+            result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _, _ in made)
             continue
         edits.extend(call_edits)
-        fixes.extend(Fix(f, target, case.safety, tuple(call_edits), why) for f, case, why in made)
+        where = dict(function=edit_kinds.enclosing_function(call.node),
+                     callee=parser.text(call.node.child_by_field_name("function")),
+                     first_arg=parser.text(call.arg_nodes[0]) if call.arg_nodes and call.arg_nodes[0] is not None
+                     else before_args[0] if before_args else "")
+        fixes.extend(Fix(f, target, case.safety, tuple(call_edits), why, ops, **where)
+                     for f, case, why, ops in made)
     if not edits:
         return None
     edits.sort(key=lambda e: (e.start, e.end))
