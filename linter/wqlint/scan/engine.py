@@ -70,7 +70,7 @@ def _common_parts(paths):
 class Engine:
     def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
                  ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
-                 focus_words: frozenset = frozenset()):
+                 focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None):
         self.catalogue = catalogue
         self.jobs = jobs
         # Files whose changes are of interest (review): only allocations in their subsystems
@@ -112,7 +112,7 @@ class Engine:
             self.api_header = BUILTIN_HEADER_REL
         else:
             self.api_header = API_HEADER
-        self.index = TreeIndex(self.root, jobs, extra)
+        self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded)
         self.resolver = Resolver(self.index)
         self.ncpus, self.max_cpus = ncpus, max_cpus
         self._parse_errors: dict = {}
@@ -127,7 +127,8 @@ class Engine:
     def _check_named_files(self) -> None:
         """Files named on the command line are read whole, so bad input is always reported."""
         for p in self.paths:
-            if p.is_file() and is_c_source(p.name):
+            if p.is_file() and is_c_source(p.name) and relpath(Path(os.path.abspath(p)), self.root) \
+                    not in self.index.preloaded:
                 try:
                     read_source(p)
                 except SourceError as exc:
@@ -290,8 +291,9 @@ class Engine:
         return frozenset(ids)
 
     # -- run ---------------------------------------------------------------------------------
-    def _bits(self) -> FlagBits:
-        scope = Scope(self.index.source(self.api_header) or next(iter(self.index.files.values())), None)
+    def _bits(self, near: Optional[str] = None) -> FlagBits:
+        """The WQ_* values as the API header defines them (or as the file near sees them)."""
+        scope = Scope(self.index.source(near or self.api_header) or next(iter(self.index.files.values())), None)
         def val(name):
             v = self.resolver.symbol(name, scope, 0, frozenset())
             got, _ = evaluate(v, 1)
@@ -312,7 +314,8 @@ class Engine:
         for m in re.finditer(r"^\s*(_*WQ_\w+)\s*=", text, re.M):
             self.index.occurrences(m.group(1), defs=True, near=self.api_header)
 
-    def run(self) -> Report:
+    def sites(self) -> list:
+        """Every allocation site reachable from the paths, resolved but not yet judged."""
         self._check_named_files()
         self._prefetch_api()
         sites = []
@@ -326,21 +329,17 @@ class Engine:
             if not self.index.fetch_pending():
                 break
         self._warm_bits()
-        bits = self._bits()
-        ctx = CheckContext(self.catalogue, self.version, self.version_source, bits,
-                           has_percpu=bool(bits.percpu), api_header=self.api_header,
-                           ncpus=self.ncpus, max_cpus=self.max_cpus)
-        findings, seen = [], set()
-        for site in sites:
-            if not self.in_targets(site.path) or "*" in site.suppressed:
-                continue
-            for check in CHECKS:
-                for f in check(site, ctx):
-                    key = (f.rule_id, f.path, f.line, f.col)
-                    if key not in seen:
-                        seen.add(key)
-                        findings.append(f)
-        findings.sort(key=lambda f: f.sort_key())
+        return sites
+
+    def context(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None) -> CheckContext:
+        bits = bits or self._bits()
+        return CheckContext(self.catalogue, self.version, self.version_source, bits,
+                            has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
+                            ncpus=self.ncpus, max_cpus=self.max_cpus)
+
+    def run(self) -> Report:
+        sites = self.sites()
+        findings = judge([s for s in sites if self.in_targets(s.path)], self.context())
         errors = list(self.errors) + list(self.index.errors)
         for rel, problem in sorted(self.index.bad.items()):
             if self.in_targets(rel):
@@ -407,6 +406,22 @@ def _direct_param_index(value, function: str) -> int:
     while isinstance(value, Alt) and len(value.options) == 1:
         value = value.options[0]
     return value.index if isinstance(value, Param) and value.function == function else -1
+
+
+def judge(sites, ctx: CheckContext) -> list:
+    """The findings of every rule for the sites, once each, in report order."""
+    findings, seen = [], set()
+    for site in sites:
+        if "*" in site.suppressed:
+            continue
+        for check in CHECKS:
+            for f in check(site, ctx):
+                key = (f.rule_id, f.path, f.line, f.col)
+                if key not in seen:
+                    seen.add(key)
+                    findings.append(f)
+    findings.sort(key=lambda f: f.sort_key())
+    return findings
 
 
 def _unique(errors):

@@ -28,7 +28,7 @@ BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
 
 class TreeIndex:
     def __init__(self, root: Path, jobs: int = 1, extra_files: Optional[dict] = None,
-                 exclude: tuple = ()):
+                 exclude: tuple = (), preloaded: Optional[dict] = None):
         self.root = root
         self.jobs = max(1, jobs)
         self.files: dict = {}  # rel -> SourceFile
@@ -39,6 +39,9 @@ class TreeIndex:
         self.misses = 0  # lookups answered 'not yet': results built on them are provisional
         self.errors: list = []  # InputError from walking the tree
         self.extra = dict(extra_files or {})  # rel -> bytes, searched like tree files
+        # rel -> bytes of files that are on disk (and searched there) but already in memory,
+        # read without the size limit: a preprocessed translation unit (wqlint check).
+        self.preloaded = dict(preloaded or {})
         self.exclude = exclude
         self._units = None
         self._dir_cache: dict = {}
@@ -53,7 +56,12 @@ class TreeIndex:
         if src is not None or rel in self.bad:
             return src
         try:
-            data = self.extra[rel] if rel in self.extra else read_source(self.root / rel)
+            if rel in self.extra:
+                data = self.extra[rel]
+            elif rel in self.preloaded:
+                data = self.preloaded[rel]
+            else:
+                data = read_source(self.root / rel)
         except SourceError as exc:
             self.bad[rel] = str(exc)
             return None
