@@ -6,18 +6,32 @@ the scanner runs on that translation unit. Findings are mapped back to the origi
 line and printed on stderr in sparse's format.
 
 sparse decides the configuration: its predefined macros for the flags given (`--arch=`, `-m64`,
-`-D`, `-U`, `-O2`, `__CHECKER__`...) are taken from `sparse -E -dM`. `sparse -E` itself writes no
-line markers, so the text is expanded by `cpp -undef` with exactly those macros, which keeps the
-`# N "file"` markers that lead each line back to where it was written.
+`-D`, `-U`, `-O2`, `__CHECKER__`...) are taken from `sparse -E -dM` on an empty file (a few
+milliseconds). `sparse -E` itself writes no line markers, so the text is expanded by
+`cpp -undef` with exactly those macros, which keeps the `# N "file"` markers that lead each line
+back to where it was written, and with `-dD`, which leaves every `#define` and `#undef` in place:
+that tells which definition of a macro was live and what each CONFIG_ option is in this build.
+
+What other files contribute (a struct field assigned elsewhere, a wrapper defined in another
+file) comes from the tree analysis cached by wqlint.facts: a call whose flags or max_active the
+unit alone cannot resolve takes the value the tree analysis found at the same original line,
+while what the unit does know (the flags as configured, the arguments passed to a wrapper)
+stays as configured.
+
+A finding whose flags or max_active depend on an `#if` on a CONFIG_ option (around the call,
+a step of its chain, or the live definition of a macro they use) says so: "(with CONFIG_X=y)",
+"(with CONFIG_X not set)".
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # Options that take a value, either joined (-DX, -Idir) or as the next argument (-D X, -I dir).
@@ -28,8 +42,17 @@ _SPARSE_ONLY = re.compile(r"^(--arch=.*|-m(32|64|x32|big-endian|little-endian|cm
 # Macros cpp provides itself and refuses to see redefined.
 _BUILTIN = re.compile(r"^#define (__STDC__|__STDC_HOSTED__|__STDC_VERSION__|_Pragma|__FILE__|__LINE__|"
                       r"__DATE__|__TIME__|__COUNTER__|__has_\w+|__INCLUDE_LEVEL__|__BASE_FILE__)\b")
-_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
+_MARKER = re.compile(r'\n# (\d+) "([^"\\\n]*(?:\\.[^"\\\n]*)*)"[^\n]*')
+_NEXT_MARKER = re.compile(r'\n# \d+ "')
+_DIRECTIVE = re.compile(r"\n#[^\n]*")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_SINK_CALL = re.compile(r"\b(?:alloc_workqueue|alloc_workqueue_lockdep_map|__alloc_workqueue)\s*\(")
+_PP_COND = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)$")
+_CONFIG = re.compile(r"\bCONFIG_\w+")
+_ARG_NOTE = re.compile(r"^'\w+' <- argument (\d+) '.*' of (\w+)\(\)$", re.S)
+# Names the configuration cannot turn into something else as far as the rules go.
+_LEAVES = frozenset({"num_online_cpus", "num_possible_cpus", "num_present_cpus", "num_active_cpus",
+                     "nr_cpu_ids", "NR_CPUS", "alloc_workqueue", "alloc_workqueue_lockdep_map"})
 TIMEOUT = 300
 
 
@@ -103,7 +126,9 @@ def _first_error(stderr: str) -> str:
 
 
 def preprocess(inv: Invocation, workdir: str) -> str:
-    """The translation unit as the configuration makes it, with cpp's line markers."""
+    """The translation unit as the configuration makes it, with cpp's line markers and the
+    #define/#undef directives in place (-dD). -ftrack-macro-expansion=0: the unit is the same,
+    and cpp is then faster than `sparse -E` instead of twice as slow."""
     sparse = _tool("sparse", "sparse")
     cpp = _tool("cpp", "cpp")
     empty = os.path.join(workdir, "predefined.c")
@@ -114,44 +139,190 @@ def preprocess(inv: Invocation, workdir: str) -> str:
     predefs = os.path.join(workdir, "predefined.h")
     Path(predefs).write_text("".join(ln + "\n" for ln in got.stdout.splitlines()
                                      if ln.startswith("#define ") and not _BUILTIN.match(ln)))
-    got = _run([cpp, "-undef", "-w", "-imacros", predefs, *inv.defines, *inv.includes, inv.file], "cpp")
+    got = _run([cpp, "-undef", "-w", "-dD", "-ftrack-macro-expansion=0", "-imacros", predefs,
+                *inv.defines, *inv.includes, inv.file], "cpp")
     if got.returncode != 0:
         raise CheckError(f"cannot preprocess: {_first_error(got.stderr)}")
     return got.stdout
 
 
-def line_map(text: str):
-    """Lines of the unit with the markers blanked (so line numbers do not move), and for each
-    1-based line the (file, line) it came from."""
-    lines, where = [], [None]
-    cur_file, cur_line = "", 0
-    for ln in text.split("\n"):
-        m = _MARKER.match(ln)
-        if m:
-            cur_line, cur_file = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
-            lines.append("")
-            where.append(None)
-            continue
-        lines.append(ln)
-        where.append((cur_file, cur_line))
-        cur_line += 1
-    return "\n".join(lines), where
+class Unit:
+    """A preprocessed translation unit: the code the scanner reads (line markers and
+    directives blanked, so that line numbers do not move) and, for each of its lines, the
+    (file, line) it came from."""
+
+    def __init__(self, text: str):
+        self.raw = "\n" + text  # every directive, the first one too, follows a newline
+        self._markers = None
+        self._by_name = None
+
+    @property
+    def code(self) -> str:
+        return _DIRECTIVE.sub("\n", self.raw)[1:]
+
+    def _parse_markers(self) -> None:
+        if self._markers is not None:
+            return
+        self._markers = True
+        self._mline, self._mfile, self._morig, self._mpos = [], [], [], []
+        count, pos = 0, 0
+        for m in _MARKER.finditer(self.raw):
+            count += self.raw.count("\n", pos, m.start() + 1)
+            pos = m.start() + 1
+            self._mline.append(count)  # the marker's own line in the unit (1-based)
+            self._mfile.append(m.group(2).replace('\\"', '"').replace("\\\\", "\\"))
+            self._morig.append(int(m.group(1)))
+            self._mpos.append(m.end())
+        self._nlines = self.raw.count("\n")
+
+    def files(self) -> list:
+        self._parse_markers()
+        return self._mfile
+
+    def own_text(self, name: str) -> str:
+        """The unit's text that came from the file cpp was given as name (the checked file):
+        found by its markers alone, without parsing the others."""
+        quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+        parts = []
+        for m in re.finditer(r'\n# \d+ "' + re.escape(quoted) + r'"[^\n]*', self.raw):
+            nxt = _NEXT_MARKER.search(self.raw, m.end())
+            parts.append(self.raw[m.end():nxt.start() if nxt else len(self.raw)])
+        return "".join(parts)
+
+    def where(self, n: int):
+        """(file, line) unit line n came from; None for a marker line."""
+        self._parse_markers()
+        i = bisect.bisect_right(self._mline, n) - 1
+        if i < 0 or self._mline[i] == n:
+            return None
+        return self._mfile[i], self._morig[i] + (n - self._mline[i] - 1)
+
+    def _spans(self):
+        """(file, first original line, first unit line, last unit line) of each run of lines."""
+        self._parse_markers()
+        for i, ml in enumerate(self._mline):
+            last = self._mline[i + 1] - 1 if i + 1 < len(self._mline) else self._nlines
+            if last > ml:
+                yield self._mfile[i], self._morig[i], ml + 1, last
+
+    def lines_of(self, is_file, line: int) -> list:
+        """The unit lines that came from line of a file for which is_file(name) holds."""
+        if self._by_name is None:
+            self._by_name = {}
+            for span in self._spans():
+                self._by_name.setdefault(span[0], []).append(span)
+        out = []
+        for name, spans in self._by_name.items():
+            if is_file(name):
+                out.extend(first + line - orig for _, orig, first, last in spans
+                           if orig <= line <= orig + (last - first))
+        return sorted(out)
+
+    def _pos_of_line(self, n: int) -> int:
+        """Offset in raw of the newline that starts unit line n."""
+        self._parse_markers()
+        i = bisect.bisect_right(self._mline, n) - 1
+        if i < 0:
+            pos, k = 0, n - 1
+        else:
+            pos, k = self._mpos[i], n - self._mline[i] - 1
+        while k > 0 and pos >= 0:
+            pos = self.raw.find("\n", pos + 1)
+            k -= 1
+        return pos if pos >= 0 else len(self.raw)
+
+    def _line_of_pos(self, pos: int) -> int:
+        """The unit line whose starting newline is at offset pos of raw."""
+        self._parse_markers()
+        i = bisect.bisect_right(self._mpos, pos) - 1
+        if i < 0:
+            return self.raw.count("\n", 0, pos + 1)
+        return self._mline[i] + self.raw.count("\n", self._mpos[i], pos + 1)
+
+    def _last(self, directive: str, name: str, limit: int) -> int:
+        """Offset of the last `#directive name` before limit, or -1."""
+        needle = f"\n#{directive} {name}"
+        at = self.raw.rfind(needle, 0, limit)
+        while at >= 0:
+            nxt = self.raw[at + len(needle):at + len(needle) + 1]
+            if nxt in ("", " ", "(", "\n"):
+                return at
+            at = self.raw.rfind(needle, 0, at)
+        return -1
+
+    def definition(self, name: str, before: int = 0):
+        """(unit line, body) of the definition of macro name live at unit line `before` (at
+        the end of the unit when 0), or None when it is not a macro there. cpp -dD leaves each
+        #define and #undef where it was: the last one before the use decides."""
+        limit = self._pos_of_line(before) if before else len(self.raw)
+        at = self._last("define", name, limit)
+        if at < 0 or self._last("undef", name, limit) > at:
+            return None
+        end = self.raw.find("\n", at + 1)
+        body = self.raw[at + len("\n#define ") + len(name):end if end >= 0 else len(self.raw)]
+        return self._line_of_pos(at), body
+
+    def config(self, name: str) -> str:
+        """'NAME=y', 'NAME=m', 'NAME=value' or 'NAME not set', as this build has it."""
+        base = name[:-len("_MODULE")] if name.endswith("_MODULE") else name
+        got = self.definition(base)
+        if got is not None:
+            body = got[1].strip()
+            return f"{base}={'y' if body == '1' else body}"
+        if self.definition(base + "_MODULE") is not None:
+            return f"{base}=m"
+        return f"{base} not set"
 
 
 class _Original:
-    """The original sources, read on demand, to print their lines and find columns."""
+    """The original sources, read on demand: their lines, and the #if around each line."""
 
     def __init__(self):
         self._lines = {}
+        self._conds = {}
 
-    def line(self, path: str, n: int) -> str:
+    def lines(self, path: str) -> list:
         if path not in self._lines:
             try:
                 self._lines[path] = Path(path).read_text(errors="replace").split("\n")
             except OSError:
                 self._lines[path] = []
-        lines = self._lines[path]
+        return self._lines[path]
+
+    def line(self, path: str, n: int) -> str:
+        lines = self.lines(path)
         return lines[n - 1] if 0 < n <= len(lines) else ""
+
+    def conditionals(self, path: str, n: int) -> list:
+        """The #if groups line n is inside, outermost first: [(line of the #if, [directive
+        texts of the group up to the branch n is in])]."""
+        events = self._conds.get(path)
+        if events is None:
+            events = []
+            lines = self.lines(path)
+            i = 0
+            while i < len(lines):
+                m = _PP_COND.match(lines[i])
+                if m:
+                    text, first = lines[i], i
+                    while text.endswith("\\") and i + 1 < len(lines):
+                        i += 1
+                        text = text[:-1] + " " + lines[i].strip()
+                    events.append((first + 1, m.group(1), " ".join(text.split())))
+                i += 1
+            self._conds[path] = events
+        stack = []
+        for ln, kind, text in events:
+            if ln >= n:
+                break
+            if kind.startswith("if"):
+                stack.append((ln, [text]))
+            elif kind == "endif":
+                if stack:
+                    stack.pop()
+            elif stack:
+                stack[-1][1].append(text)
+        return stack
 
 
 def _column(unit_line: str, col: int, original: str) -> int:
@@ -165,50 +336,361 @@ def _column(unit_line: str, col: int, original: str) -> int:
     return stripped + 1
 
 
-def check(inv: Invocation, catalogue, kernel_version=None, ncpus=96, max_cpus=512) -> list:
-    """The findings for inv.file, as sparse-style lines (the warning, then its chain)."""
-    from wqlint import kversion
-    from wqlint.scan.engine import find_root, scan
+def _same_file(name: str, target: str, cache: dict) -> bool:
+    if name == target:
+        return True
+    if name.startswith("<") or os.path.basename(name) != os.path.basename(target):
+        return False
+    got = cache.get(name)
+    if got is None:
+        got = cache[name] = os.path.realpath(name) == os.path.realpath(target)
+    return got
 
-    if not os.path.isfile(inv.file):
-        raise CheckError("no such file")
-    if kernel_version is None:
-        kernel_version = kversion.from_makefile(find_root([inv.file])) or kversion.DEFAULT_VERSION
-    with tempfile.TemporaryDirectory(prefix="wqlint-check-") as workdir:
-        text = preprocess(inv, workdir)
-        unit, where = line_map(text)
+
+def _kernel_version(root: Path):
+    """The tree's Makefile, else (an external module's directory) the version of the kernel
+    it is built against, which Kbuild exports as VERSION, PATCHLEVEL, SUBLEVEL, else the
+    default."""
+    from wqlint import kversion
+    found = kversion.from_makefile(root)
+    if found:
+        return found
+    env = os.environ
+    if "srctree" in env and env.get("VERSION", "").isdigit() and env.get("PATCHLEVEL", "").isdigit():
+        sub = env.get("SUBLEVEL", "0")
+        return int(env["VERSION"]), int(env["PATCHLEVEL"]), int(sub) if sub.isdigit() else 0
+    return kversion.DEFAULT_VERSION
+
+
+def _debug(msg: str) -> None:
+    if os.environ.get("WQLINT_DEBUG"):
+        print(f"wqlint check: {msg}", file=sys.stderr)
+
+
+class _Checker:
+    """One invocation: the unit, its scan, the facts, and the findings in original terms."""
+
+    def __init__(self, inv: Invocation, catalogue, kernel_version, ncpus, max_cpus, use_facts):
+        self.inv = inv
+        self.catalogue = catalogue
+        self.kernel_version = kernel_version
+        self.ncpus, self.max_cpus = ncpus, max_cpus
+        self.use_facts = use_facts
+        self.orig = _Original()
+        self._same: dict = {}
+        self.notes: list = []
+
+    def is_main(self, name: str) -> bool:
+        return _same_file(name, self.inv.file, self._same)
+
+    # -- facts ---------------------------------------------------------------------------------
+    def load_facts(self):
+        from wqlint import facts as facts_mod
+        self.root = facts_mod.find_root(self.inv.file)
+        if self.root is None:  # a loose file: no tree to take facts from
+            self.root, self.use_facts = Path(os.path.realpath(self.inv.file)).parent, False
+        real = os.path.realpath(self.inv.file)
+        self.rel = os.path.relpath(real, self.root)
+        # Paths of the tree are shown the way Kbuild named the checked file.
+        if self.inv.file.endswith(self.rel) and (len(self.inv.file) == len(self.rel)
+                                                  or self.inv.file[-len(self.rel) - 1] == "/"):
+            self.shown_root = self.inv.file[:-len(self.rel)]
+        else:
+            self.shown_root = str(self.root) + "/"
+        if not self.use_facts:
+            return None
+        try:
+            return facts_mod.obtain(self.root, facts_mod.cache_dir(self.inv.file, self.root),
+                                    self.inv.file, debug=_debug)
+        except facts_mod.FactsError as exc:
+            self.notes.append(f"{exc}: values from other files are not used")
+            return None
+
+    def shown(self, rel: str) -> str:
+        return rel if rel.startswith("<") else os.path.normpath(self.shown_root + rel)
+
+    # -- the run ---------------------------------------------------------------------------------
+    def run(self):
+        if not os.path.isfile(self.inv.file):
+            raise CheckError("no such file")
+        with tempfile.TemporaryDirectory(prefix="wqlint-check-") as workdir:
+            unit = Unit(preprocess(self.inv, workdir))
+            facts = self.load_facts()
+            own = unit.own_text(self.inv.file)
+            needed = bool(_SINK_CALL.search(own)) or (facts is not None and (
+                facts.has_sites(self.rel) or (facts.wrappers and facts.mention_re().search(own))))
+            if not needed:
+                _debug("no allocation in the unit: not scanned")
+                return [], list(self.notes)
+            return self.scan(unit, facts, workdir)
+
+    def scan(self, unit: Unit, facts, workdir):
+        from wqlint.scan.engine import Engine, judge
+        from wqlint.scan.values import has_unknown
+
+        self.unit = unit
         unit_dir = os.path.join(workdir, "unit")
         os.mkdir(unit_dir)
-        unit_path = os.path.join(unit_dir, os.path.basename(inv.file))
-        Path(unit_path).write_text(unit)
-        report = scan([unit_path], catalogue, jobs=1, kernel_version=kernel_version,
-                      ncpus=ncpus, max_cpus=max_cpus)
-    unit_lines = unit.split("\n")
-    unit_rel = os.path.basename(inv.file)
-    main = os.path.realpath(inv.file)
-    orig = _Original()
+        self.unit_rel = os.path.basename(self.inv.file)
+        code = unit.code
+        data = code.encode("utf-8", "replace")
+        Path(unit_dir, self.unit_rel).write_bytes(data)
+        version = self.kernel_version or _kernel_version(self.root)
+        eng = self.engine = Engine([os.path.join(unit_dir, self.unit_rel)], self.catalogue, jobs=1,
+                                   kernel_version=version, ncpus=self.ncpus, max_cpus=self.max_cpus,
+                                   preloaded={self.unit_rel: data})
+        sites = eng.sites()
+        tree_sites = facts.sites(self.rel, self.shown) if facts is not None else []
+        by_line: dict = {}
+        for s in tree_sites:
+            by_line.setdefault(s.line, []).append(s)
+        shown_main = self.shown(self.rel)
+        out, done = [], set()
+        self._mapped: dict = {}
+        for s in sites:
+            at = self.back(s.path, s.line)
+            if at is None or not self.is_main(at[0]):
+                continue  # a header's allocation: reported where the header is checked, not here
+            line = at[1]
+            tree = self._pick(by_line.get(line, []), s)
+            col = tree.col if tree else _column(self._unit_line(s.line), s.col, self.orig.line(at[0], line))
+            site = replace(s, path=shown_main, line=line, col=col,
+                           end_col=tree.end_col if tree else 0,
+                           flags=self.original(s.flags), max_active=self.original(s.max_active),
+                           prefix=[self.step(p) for p in s.prefix])
+            if tree is not None:
+                # What the unit cannot resolve (a field assigned in another file, a macro
+                # expanded past what resolution reads) is taken as the tree resolved it.
+                if has_unknown(s.max_active):
+                    site.max_active = tree.max_active
+                    _debug(f"line {line}: max_active from the tree analysis")
+                elif self._same_values(site.max_active, tree.max_active):
+                    # The same whatever the machine, and the tree's chain is in the words of
+                    # the source: num_possible_cpus(), not what this configuration expands
+                    # it to (cpumask_weight(((const struct cpumask *)&__cpu_possible_mask))).
+                    site.max_active = tree.max_active
+                if has_unknown(s.flags):
+                    site.flags = tree.flags
+                    _debug(f"line {line}: flags from the tree analysis")
+            done.add(line)
+            out.append(site)
+        for t in tree_sites:
+            if t.line in done or not t.via:
+                continue  # the unit saw this call, or it is not through a wrapper it lacks
+            site = self.through_wrapper(t)
+            if site is not None:
+                out.append(site)
+        if not out:
+            return [], list(self.notes)
+        ctx = eng.context(bits=eng._bits(self.unit_rel) if re.search(r"\bWQ_UNBOUND\b", code) else None,
+                          api_header=self.api_header())
+        findings = judge(out, ctx)
+        sites_at = {}
+        for site in out:
+            sites_at.setdefault((site.line, site.col), site)
+        lines = []
+        for f in findings:
+            site = sites_at.get((f.line, f.col))
+            configs, cond_steps = self.configuration(site) if site is not None else ([], [])
+            message = f.message + (f" (with {', '.join(configs)})" if configs else "")
+            lines.append(f"{f.path}:{f.line}:{f.col}: {f.severity}: {message} [{f.rule_id}]")
+            for step in f.chain:
+                lines.append(f"    {step.path}:{step.line}: {step.note}")
+            for path, ln, note in cond_steps:
+                lines.append(f"    {path}:{ln}: {note}")
+            if f.migration:
+                lines.append(f"    fix: {f.migration}")
+        errors = [str(e) for e in list(eng.errors) + list(eng.index.errors)
+                  if e.path != self.unit_rel and not e.path.endswith("/" + self.unit_rel)]
+        return lines, list(self.notes) + errors
 
-    def back(rel, n):
-        if rel != unit_rel or not 0 < n < len(where) or where[n] is None:
+    # -- unit to original ------------------------------------------------------------------------
+    def _unit_line(self, n: int) -> str:
+        src = self.engine.index.source(self.unit_rel)
+        return src.line_text(n) if src is not None else ""
+
+    def back(self, rel: str, n: int):
+        if rel != self.unit_rel:
             return None
-        return where[n]
+        return self.unit.where(n)
 
-    out = []
-    for f in report.findings:
-        at = back(f.path, f.line)
-        if at is None or os.path.realpath(at[0]) != main:
-            continue  # a header's allocation: reported where the header is checked, not here
-        path, line = at
-        col = _column(unit_lines[f.line - 1], f.col, orig.line(path, line))
-        out.append(f"{path}:{line}:{col}: {f.severity}: {f.message} [{f.rule_id}]")
-        for step in f.chain:
-            sat = back(step.path, step.line)
-            spath, sline = sat if sat else (step.path, step.line)
-            out.append(f"    {spath}:{sline}: {step.note}")
-        if f.migration:
-            out.append(f"    fix: {f.migration}")
-    errors = [str(e) for e in report.errors if e.path != unit_rel and not e.path.endswith("/" + unit_rel)]
-    return out, errors
+    def step(self, step):
+        from wqlint.finding import Step
+        if step is None:
+            return None
+        at = self.back(step.path, step.line)
+        if at is None:
+            return step
+        return Step(os.path.normpath(at[0]), at[1], step.text, step.note)
+
+    def original(self, value):
+        """value with every step of the unit pointing at the original file and line."""
+        from wqlint.scan.values import Alt, Op, Tunable
+        key = id(value)
+        got = self._mapped.get(key)
+        if got is not None:
+            return got[1]
+        step = self.step(value.step)
+        if isinstance(value, Alt):
+            new = Alt(step, tuple(self.original(o) for o in value.options), value.why)
+        elif isinstance(value, Op):
+            new = Op(step, value.op, tuple(self.original(a) for a in value.args))
+        elif isinstance(value, Tunable):
+            new = Tunable(step, self.original(value.default), value.how)
+        else:
+            new = replace(value, step=step)
+        self._mapped[key] = (value, new)  # the original is kept alive so that ids stay unique
+        return new
+
+    def api_header(self):
+        """Where the unit's alloc_workqueue() came from: the API's own CPU counts are not the
+        caller's."""
+        for name in self.unit.files():
+            if name.endswith("include/linux/workqueue.h"):
+                return os.path.normpath(name)
+        return None
+
+    @staticmethod
+    def _same_values(a, b) -> bool:
+        from wqlint.scan.values import cpu_path, evaluate
+        if (cpu_path(a) is None) != (cpu_path(b) is None):
+            return False
+        for n in (3, 96, 1000):
+            va, ca = evaluate(a, n)
+            vb, cb = evaluate(b, n)
+            if not (ca and cb and va and va == vb):
+                return False
+        return True
+
+    @staticmethod
+    def _pick(candidates: list, site):
+        if not candidates:
+            return None
+        for c in candidates:
+            if c.entry == site.entry:
+                return c
+        return candidates[0]
+
+    # -- a wrapper defined in another file -------------------------------------------------------
+    def through_wrapper(self, tree_site):
+        """A call of a wrapper the unit does not know (defined in another file), as the tree
+        analysis resolved it, with the arguments the unit passes resolved as configured.
+        None when the configuration leaves the call out."""
+        from wqlint.scan import parser
+        from wqlint.scan.resolve import SITE_BUDGET, calls_named, scope_of
+        from wqlint.scan.values import Alt, has_unknown
+
+        wrapper = tree_site.via[0]
+        src = self.engine.index.source(self.unit_rel)
+        if src is None:
+            return None
+        found = None
+        for n in self.unit.lines_of(self.is_main, tree_site.line):
+            calls = calls_named(src.chunk_at(n), wrapper, n)
+            if calls:
+                found = (src.chunk_at(n), calls[0])
+                break
+        if found is None:
+            return None  # not in this configuration
+        chunk, call = found
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        scope = scope_of(chunk, call)
+        resolver = self.engine.resolver
+        values = []
+        for _ in range(6):
+            resolver.new_round()
+            resolver.budget = SITE_BUDGET
+            resolver.home = self.unit_rel
+            values = [resolver.resolve(a, scope) for a in args]
+            if not self.engine.index.fetch_pending():
+                break
+        values = [self.original(v) for v in values]
+        shown_main = self.shown(self.rel)
+
+        def rebind(v):
+            if isinstance(v, Alt):
+                st = v.step
+                m = _ARG_NOTE.match(st.note) if st is not None else None
+                if m and m.group(2) == wrapper and st.path == shown_main and st.line == tree_site.line:
+                    i = int(m.group(1)) - 1
+                    if i < len(values) and not has_unknown(values[i]):
+                        return Alt(st, (values[i],), v.why)
+                    return v
+                return Alt(v.step, tuple(rebind(o) for o in v.options), v.why)
+            from wqlint.scan.values import Op, Tunable
+            if isinstance(v, Op):
+                return Op(v.step, v.op, tuple(rebind(a) for a in v.args))
+            if isinstance(v, Tunable):
+                return Tunable(v.step, rebind(v.default), v.how)
+            return v
+        _debug(f"line {tree_site.line}: {wrapper}() from the tree analysis, "
+               f"arguments as configured: {[parser.text(a) for a in args]}")
+        return replace(tree_site, flags=rebind(tree_site.flags), max_active=rebind(tree_site.max_active))
+
+    # -- configuration -----------------------------------------------------------------------------
+    def configuration(self, site):
+        """The CONFIG_ options the site's flags and max_active hang on, as this build has
+        them, and a chain step for each #if that decides it."""
+        from wqlint.scan.values import walk
+        places = set()
+        for v in (site.flags, site.max_active):
+            for node in walk(v):
+                if node.step is not None:
+                    places.add((node.step.path, node.step.line))
+        for st in site.prefix:
+            places.add((st.path, st.line))
+        places.add((site.path, site.line))
+        # Macros used on those lines, where the unit defines them, and the macros they use.
+        todo = []
+        for path, line in places:
+            if self.is_main(path):
+                units = self.unit.lines_of(self.is_main, line)
+                if units:
+                    todo.append((self.orig.line(path, line), units[0], 0))
+        seen = set()
+        while todo:
+            text, before, depth = todo.pop()
+            for name in set(_IDENT.findall(text)):
+                if name in seen or name in _LEAVES or name.startswith("CONFIG_"):
+                    continue
+                seen.add(name)
+                got = self.unit.definition(name, before)
+                if got is None:
+                    continue
+                at = self.unit.where(got[0])
+                if at is None or at[0].startswith("<"):
+                    continue
+                places.add((os.path.normpath(at[0]), at[1]))
+                if depth < 3:
+                    todo.append((got[1], got[0], depth + 1))
+        configs, steps = [], []
+        api = self.api_header()
+        for path, line in sorted(places):
+            if path.startswith("<") or path == api:
+                continue  # how the workqueue API itself is configured is not the caller's choice
+            for if_line, texts in self.orig.conditionals(path, line):
+                names = []
+                for t in texts:
+                    for name in _CONFIG.findall(t):
+                        shown = self.unit.config(name)
+                        if shown not in names:
+                            names.append(shown)
+                if not names:
+                    continue
+                note = f"'{texts[0]}'" + (f" ('{texts[-1]}' branch)" if len(texts) > 1 else "") + \
+                    f": {', '.join(names)} in this build"
+                if (path, if_line, note) not in steps:
+                    steps.append((path, if_line, note))
+                for n in names:
+                    if n not in configs:
+                        configs.append(n)
+        return configs, steps
+
+
+def check(inv: Invocation, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
+    """The findings for inv.file, as sparse-style lines (the warning, then its chain), and the
+    problems worth a line of their own."""
+    return _Checker(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts).run()
 
 
 def run_sparse(inv: Invocation) -> subprocess.CompletedProcess:

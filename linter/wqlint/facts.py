@@ -1,0 +1,346 @@
+"""Cross-file facts for `wqlint check`, built once per tree and cached in the build directory.
+
+A checker sees one translation unit: the checked file and the headers it includes, as the
+configuration makes them. What other .c files contribute is not in it: a struct field assigned
+in another file (fs/btrfs/scrub.c reads fs_info->thread_pool_size, fs/btrfs/disk-io.c sets it)
+or a wrapper of alloc_workqueue() defined in another file. Those facts come from the same
+analysis as `wqlint scan`: the engine is run over the whole source tree once, and every
+allocation site it resolves is kept, by file, with its flags and max_active as symbolic values.
+`wqlint check` then takes, for a call it cannot resolve from the unit alone, what the tree
+analysis found at the same place (the original path and line of the call).
+
+The result is cached in the build output directory (Kbuild's working directory when it runs
+the checker: the O= directory, or the source tree for an in-tree build; for an external module
+built with M=, the module's directory) as `.wqlint-facts.json`. `make -j` starts many checkers
+at once, so the file is written under an fcntl lock on `.wqlint-facts.lock` (one process
+builds, the others wait for it and read what it wrote) to a temporary file in the same
+directory that is renamed over the old one (readers never see half a file).
+
+When are the facts stale? Statting every file of a kernel tree (~80,000) in every checker
+process would cost more than the check itself, so the validity test is narrower and cheap:
+
+- every file the analysis read (about 4,000 in a kernel tree: the files that mention an
+  allocation, a wrapper, or a name a value was followed through), plus the checked file, with
+  its (mtime_ns, size) at build time: any change to them rebuilds. A file modified while the
+  facts were being built is recorded as stale at once;
+- the directories of those files, with their mtime and the list of their .c/.h names, so a
+  file added next to them is noticed (an in-tree build writes .o files into the same
+  directories all the time, so a changed mtime alone is not enough: the names are compared);
+- the checked file, when the analysis did not read it: if it changed after the facts were
+  built and now mentions an allocation or a known wrapper, the facts are rebuilt.
+
+What this does not notice: an edit to a file the analysis did not read, elsewhere than in the
+file being checked, that makes it assign a field or call a wrapper (delete the cache file to
+force a rebuild). The wqlint version and the tree root are part of the key.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Optional
+
+from wqlint import __version__
+
+FORMAT = 1
+FACTS_NAME = ".wqlint-facts.json"
+LOCK_NAME = ".wqlint-facts.lock"
+SINKS = ("alloc_workqueue", "alloc_workqueue_lockdep_map", "__alloc_workqueue")
+
+
+class FactsError(Exception):
+    pass
+
+
+# -- where ------------------------------------------------------------------------------------
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def find_root(file: str) -> Optional[Path]:
+    """The tree a file belongs to: an external module's directory (M=, Kbuild exports it as
+    KBUILD_EXTMOD), else the kernel tree holding it (a directory with Makefile and
+    include/linux, as `wqlint scan` finds it), else None: a loose file has no tree to
+    analyse (its directory could be anyone's home)."""
+    real = os.path.realpath(file)
+    ext = os.environ.get("KBUILD_EXTMOD")
+    if ext:
+        ext = os.path.realpath(ext)
+        if _under(real, ext):
+            return Path(ext)
+    start = Path(real).parent
+    for cand in [start, *start.parents]:
+        if (cand / "Makefile").is_file() and (cand / "include" / "linux").is_dir():
+            return cand
+    return None
+
+
+def cache_dir(file: str, root: Path) -> Path:
+    """Where the cache lives: the module's output directory for an external module, else the
+    build output directory, which is where Kbuild runs the checker."""
+    ext = os.environ.get("KBUILD_EXTMOD")
+    if ext and os.path.realpath(ext) == str(root):
+        out = os.environ.get("KBUILD_EXTMOD_OUTPUT")  # MO= (v6.13+)
+        return Path(out if out else ext).resolve()
+    return Path.cwd()
+
+
+# -- values to and from JSON ------------------------------------------------------------------
+def _enc_step(step):
+    return None if step is None else [step.path, step.line, step.text, step.note]
+
+
+def encode_value(value, memo: dict) -> list:
+    from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Tunable, Unknown
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    s = _enc_step(value.step)
+    if isinstance(value, Const):
+        out = ["c", s, value.value]
+    elif isinstance(value, CpuCount):
+        out = ["n", s, value.kind, value.static_max]
+    elif isinstance(value, Unknown):
+        out = ["u", s, value.why]
+    elif isinstance(value, Param):
+        out = ["p", s, value.function, value.index, value.name]
+    elif isinstance(value, Tunable):
+        out = ["t", s, encode_value(value.default, memo), value.how]
+    elif isinstance(value, Op):
+        out = ["o", s, value.op, [encode_value(a, memo) for a in value.args]]
+    elif isinstance(value, Alt):
+        out = ["a", s, [encode_value(o, memo) for o in value.options], value.why]
+    else:
+        out = ["u", s, f"unsupported value {type(value).__name__}"]
+    memo[key] = out
+    return out
+
+
+def decode_value(data, path_of):
+    """The value encoded as data, with every step's path passed through path_of."""
+    from wqlint.finding import Step
+    from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Tunable, Unknown
+
+    def step(s):
+        return None if s is None else Step(path_of(s[0]), s[1], s[2], s[3])
+
+    def dec(d):
+        kind, s = d[0], step(d[1])
+        if kind == "c":
+            return Const(s, d[2])
+        if kind == "n":
+            return CpuCount(s, d[2], d[3])
+        if kind == "p":
+            return Param(s, d[2], d[3], d[4])
+        if kind == "t":
+            return Tunable(s, dec(d[2]), d[3])
+        if kind == "o":
+            return Op(s, d[2], tuple(dec(a) for a in d[3]))
+        if kind == "a":
+            return Alt(s, tuple(dec(o) for o in d[2]), d[3])
+        return Unknown(s, d[2])
+    return dec(data)
+
+
+def encode_site(site) -> dict:
+    memo: dict = {}
+    return {"entry": site.entry, "line": site.line, "col": site.col, "end_col": site.end_col,
+            "flags": encode_value(site.flags, memo), "max_active": encode_value(site.max_active, memo),
+            "prefix": [_enc_step(s) for s in site.prefix], "via": list(site.via),
+            "suppressed": sorted(site.suppressed), "only": sorted(site.only) if site.only is not None else None,
+            "skip": sorted(site.skip)}
+
+
+def decode_site(d: dict, path: str, path_of):
+    from wqlint.finding import Step
+    from wqlint.scan.site import Site
+    return Site(entry=d["entry"], path=path, line=d["line"], col=d["col"], end_col=d["end_col"],
+                flags=decode_value(d["flags"], path_of), max_active=decode_value(d["max_active"], path_of),
+                prefix=[Step(path_of(s[0]), s[1], s[2], s[3]) for s in d["prefix"]], via=list(d["via"]),
+                suppressed=frozenset(d["suppressed"]),
+                only=frozenset(d["only"]) if d["only"] is not None else None, skip=frozenset(d["skip"]))
+
+
+# -- the facts --------------------------------------------------------------------------------
+class Facts:
+    """What the tree analysis found, as read from the cache."""
+
+    def __init__(self, data: dict, built: bool = False):
+        self.data = data
+        self.root = Path(data["root"])
+        self.built = built  # this process built them
+        self.wrappers = frozenset(data.get("wrappers", ()))
+        self._sites = data.get("sites", {})
+
+    def has_sites(self, rel: str) -> bool:
+        return rel in self._sites
+
+    def sites(self, rel: str, path_of) -> list:
+        """The sites of file rel, steps' paths mapped by path_of (rel -> displayed path)."""
+        raw = self._sites.get(rel)
+        if not raw:
+            return []
+        return [decode_site(d, path_of(rel), path_of) for d in json.loads(raw)]
+
+    def mention_re(self):
+        """Matches a call of an allocation function or of a known wrapper."""
+        names = sorted(set(SINKS) | self.wrappers, key=len, reverse=True)
+        return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _names_digest(directory: str) -> str:
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith((".c", ".h")))
+    except OSError:
+        return ""
+    return hashlib.sha1("\0".join(names).encode()).hexdigest()[:16]
+
+
+def _mentions(path: str, pattern) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return bool(pattern.search(text))
+
+
+def is_valid(data: dict, root: Path, checked: Optional[str]) -> bool:
+    """Are cached facts still those of the tree? (see the module's docstring)"""
+    if data.get("format") != FORMAT or data.get("wqlint") != __version__ or data.get("root") != str(root):
+        return False
+    base = str(root)
+    for rel, stamp in data.get("deps", {}).items():
+        if _stamp(os.path.join(base, rel)) != stamp:
+            return False
+    for rel, (mtime, digest) in data.get("dirs", {}).items():
+        d = os.path.join(base, rel) if rel else base
+        try:
+            now = os.stat(d).st_mtime_ns
+        except OSError:
+            return False
+        if now != mtime and _names_digest(d) != digest:
+            return False
+    if checked:
+        rel = os.path.relpath(os.path.realpath(checked), base)
+        if rel not in data.get("deps", {}):
+            st = _stamp(checked)
+            if st is not None and st[0] >= data.get("built_ns", 0) \
+                    and _mentions(checked, Facts(data).mention_re()):
+                return False
+    return True
+
+
+def build(root: Path, checked: Optional[str] = None, jobs: Optional[int] = None) -> dict:
+    """Run the tree analysis over root and keep every site, by file."""
+    from wqlint.scan.engine import SINKS as ENGINE_SINKS, Engine
+
+    started = time.time_ns()
+    delay = os.environ.get("WQLINT_TEST_FACTS_DELAY")  # tests: make concurrent checkers wait
+    if delay:
+        time.sleep(float(delay))
+    engine = Engine([str(root)], None, jobs=jobs or os.cpu_count() or 1)
+    sites = engine.sites()
+    by_file: dict = {}
+    wrappers = set()
+    for site in sites:
+        if site.path.startswith("<"):
+            continue  # wqlint's own description of the API
+        by_file.setdefault(site.path, []).append(encode_site(site))
+        wrappers.update(site.via)
+        if site.entry not in ENGINE_SINKS:
+            wrappers.add(site.entry)
+    base = str(root)
+    read = {rel for rel in list(engine.index.files) + list(engine.index.bad) if not rel.startswith("<")}
+    if checked:
+        rel = os.path.relpath(os.path.realpath(checked), base)
+        if not rel.startswith(".."):
+            read.add(rel)
+    deps = {}
+    for rel in sorted(read):
+        st = _stamp(os.path.join(base, rel))
+        if st is not None and st[0] >= started:
+            st = [-1, -1]  # changed while being read: stale at once
+        deps[rel] = st
+    dirs = {}
+    for reldir in sorted({os.path.dirname(rel) for rel in read}):
+        d = os.path.join(base, reldir) if reldir else base
+        try:
+            dirs[reldir] = [os.stat(d).st_mtime_ns, _names_digest(d)]
+        except OSError:
+            continue
+    return {"format": FORMAT, "wqlint": __version__, "root": base, "built_ns": started,
+            "build_seconds": round((time.time_ns() - started) / 1e9, 2),
+            "deps": deps, "dirs": dirs, "wrappers": sorted(wrappers),
+            "sites": {rel: json.dumps(v, separators=(",", ":")) for rel, v in sorted(by_file.items())}}
+
+
+def _read(path: Path) -> Optional[dict]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_atomic(directory: Path, data: dict) -> None:
+    # Not mkstemp: its 0600 would hide the cache from the other users of a shared build tree.
+    tmp = str(directory / f"{FACTS_NAME}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, separators=(",", ":"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, directory / FACTS_NAME)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def obtain(root: Path, directory: Path, checked: Optional[str] = None, debug=None) -> Facts:
+    """The facts of root, from the cache in directory when valid, else built (by one process
+    at a time) and cached there. Raises FactsError when the directory cannot hold the cache."""
+    import fcntl
+
+    say = debug or (lambda msg: None)
+    path = directory / FACTS_NAME
+    data = _read(path)
+    if data is not None and is_valid(data, root, checked):
+        say(f"facts: reused {path}")
+        return Facts(data)
+    try:
+        lock = open(directory / LOCK_NAME, "a+b")
+    except OSError as exc:
+        raise FactsError(f"cannot create {directory / LOCK_NAME}: {exc.strerror or exc}") from None
+    with lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file is closed
+        data = _read(path)  # built by another checker while this one waited?
+        if data is not None and is_valid(data, root, checked):
+            say(f"facts: reused {path} (built by another checker)")
+            return Facts(data)
+        data = build(root, checked)
+        try:
+            _write_atomic(directory, data)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOSPC):
+                raise FactsError(f"cannot write {path}: {exc.strerror}") from None
+            raise
+        say(f"facts: built {path} for {root} in {data['build_seconds']} s")
+        return Facts(data, built=True)
