@@ -20,8 +20,8 @@ from wqlint.fix import diffstat as diffstat_mod
 from wqlint.fix.maintainers import Maintainers, parse_get_maintainer
 from wqlint.fix.model import FileChange, Fix
 from wqlint.fix.prefix import common_prefix, history_prefix, patch_prefix, path_prefix
-from wqlint.fix.series import (SeriesError, TreeFileMissing, build_series, mail_date, wrap,
-                               write_series)
+from wqlint.fix.series import (SeriesError, TreeFileMissing, build_series, left_out, mail_date,
+                               wrap, write_series)
 
 from conftest import FIXTURES
 
@@ -384,6 +384,7 @@ def test_maintainers_sections_of_the_fixture():
     assert names("lib/qux.c") == [(0, "QUX LIBRARY"), (-1, "THE REST")]  # N: qux
     assert names("fs/foo/super.c") == [(2, "FOO FILESYSTEM"), (-1, "THE REST")]
     assert m.subsystem("drivers/baz/baz.c").obsolete
+    assert left_out(TREE, make_changes()) == [("drivers/baz/baz.c", "BAZ DRIVER")]
     assert m.subsystem("include/linux/workqueue.h").name == "WORKQUEUE"
     assert Maintainers(TREE, "").subsystem("fs/foo/super.c") is None
 

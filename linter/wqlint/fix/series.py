@@ -30,7 +30,7 @@ from wqlint.fix.maintainers import (Maintainers, SeriesError, TreeFileMissing, c
                                     require_tools)
 from wqlint.fix.prefix import patch_prefix
 
-__all__ = ["write_series", "build_series", "SeriesError", "TreeFileMissing"]
+__all__ = ["write_series", "build_series", "left_out", "SeriesError", "TreeFileMissing"]
 
 WIDTH = 72  # commit message columns (checkpatch.pl warns over 75)
 SUBJECT_WIDTH = 78  # header lines are folded past this, as git format-patch does
@@ -213,6 +213,12 @@ def group_changes(root: Path, changes: list) -> tuple:
             patch.cc_keys.add(key)
             patch.cc_paths.append(change.path)
     return sorted(groups.values(), key=lambda p: p.changes[0].path), left_out
+
+
+def left_out(root: Path, changes: list) -> list:
+    """(path, section) of the changed files write_series() leaves out of the series because a
+    MAINTAINERS section of theirs is S: Obsolete; they are listed in the cover letter."""
+    return group_changes(root, changes)[1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -475,7 +481,9 @@ def write_series(root: Path, changes: list, catalogue, version: tuple, target: s
     """Write out_dir/0000-cover-letter.patch and out_dir/NNNN-<slug>.patch, one patch per
     subsystem, in `git format-patch` format; return the paths in order.
 
-    Nothing is written when no change changes anything ([] is returned). Raises
+    Files in a subsystem MAINTAINERS marks S: Obsolete are left out (left_out() names them)
+    and listed in the cover letter: checkpatch.pl warns about any change there. Nothing is
+    written when no change is left to send ([] is returned). Raises
     TreeFileMissing (a SeriesError) when the tree lacks MAINTAINERS or
     scripts/get_maintainer.pl; str() of a SeriesError is one line.
     """
