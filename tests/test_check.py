@@ -230,6 +230,20 @@ def test_a_build_directory_that_cannot_hold_the_cache_is_one_note(tree, build_di
                      "are not used"]
 
 
+def test_the_command_takes_a_fast_path_with_the_same_output(build_dir):
+    """`wqlint check` is dispatched before click is imported (wqlint.entry); what it prints
+    is what the click command prints, and what it does not handle goes to click."""
+    args = [*CHECKFLAGS, *C_FLAGS, "--cpus", "8", "-DCONFIG_WQLINT_DEMO_UNBOUND=1", str(DEMO)]
+    fast = subprocess.run([str(WQLINT), "check", *args], cwd=build_dir, capture_output=True, text=True)
+    slow = check("--cpus", "8", "-DCONFIG_WQLINT_DEMO_UNBOUND=1", DEMO)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)
+    assert "with 8 CPUs up to 8 in-flight items" in fast.stderr
+    bad = subprocess.run([str(WQLINT), "check", "--cpus", "0", str(DEMO)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Invalid value for '--cpus'" in bad.stderr
+    helped = subprocess.run([str(WQLINT), "check", "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0 and "A checker for the kernel build" in helped.stdout
+
+
 # -- bad input -------------------------------------------------------------------------------------
 def test_missing_file(tmp_path):
     missing = tmp_path / "none.c"

@@ -1,3 +1,3 @@
-from wqlint.cli import main
+from wqlint.entry import main
 
 main()

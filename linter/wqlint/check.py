@@ -155,6 +155,7 @@ class Unit:
         self.raw = "\n" + text  # every directive, the first one too, follows a newline
         self._markers = None
         self._by_name = None
+        self._events: dict = {}  # macro name -> [(offset, 'define' | 'undef', end of name)]
 
     @property
     def code(self) -> str:
@@ -249,6 +250,34 @@ class Unit:
                 return at
             at = self.raw.rfind(needle, 0, at)
         return -1
+
+    def definitions(self, wanted: dict) -> dict:
+        """{name: (unit line, body)} of the macros in wanted ({name: unit line of the use})
+        that are defined there, in one pass over the unit."""
+        events = self._events
+        names = sorted((n for n in wanted if n not in events), key=len, reverse=True)
+        if names:
+            for n in names:
+                events[n] = []
+            pattern = re.compile(r"\n#(define|undef) (" + "|".join(map(re.escape, names)) + r")(?![\w])")
+            for m in pattern.finditer(self.raw):
+                events[m.group(2)].append((m.start(), m.group(1), m.end()))
+        out = {}
+        for name in wanted:
+            evs = events[name]
+            if not evs:
+                continue
+            limit = self._pos_of_line(wanted[name])
+            live = None
+            for pos, kind, end in evs:
+                if pos >= limit:
+                    break
+                live = (pos, kind, end)
+            if live is None or live[1] == "undef":
+                continue
+            stop = self.raw.find("\n", live[2])
+            out[name] = (self._line_of_pos(live[0]), self.raw[live[2]:stop if stop >= 0 else len(self.raw)])
+        return out
 
     def definition(self, name: str, before: int = 0):
         """(unit line, body) of the definition of macro name live at unit line `before` (at
@@ -428,6 +457,8 @@ class _Checker:
         from wqlint.scan.engine import Engine, judge
         from wqlint.scan.values import has_unknown
 
+        if not hasattr(self.catalogue, "__getitem__"):
+            self.catalogue = self.catalogue()  # read only when there is something to judge
         self.unit = unit
         unit_dir = os.path.join(workdir, "unit")
         os.mkdir(unit_dir)
@@ -640,29 +671,29 @@ class _Checker:
         for st in site.prefix:
             places.add((st.path, st.line))
         places.add((site.path, site.line))
-        # Macros used on those lines, where the unit defines them, and the macros they use.
-        todo = []
+        # Macros used on those lines, where the unit defines them, and the macros they use
+        # (three levels down), looked up together, one pass over the unit per level.
+        level = []
         for path, line in places:
             if self.is_main(path):
                 units = self.unit.lines_of(self.is_main, line)
                 if units:
-                    todo.append((self.orig.line(path, line), units[0], 0))
+                    level.append((self.orig.line(path, line), units[0]))
         seen = set()
-        while todo:
-            text, before, depth = todo.pop()
-            for name in set(_IDENT.findall(text)):
-                if name in seen or name in _LEAVES or name.startswith("CONFIG_"):
-                    continue
-                seen.add(name)
-                got = self.unit.definition(name, before)
-                if got is None:
-                    continue
-                at = self.unit.where(got[0])
+        for _ in range(4):
+            wanted = {}
+            for text, before in level:
+                for name in _IDENT.findall(text):
+                    if name not in seen and name not in _LEAVES and not name.startswith("CONFIG_"):
+                        seen.add(name)
+                        wanted[name] = before
+            level = []
+            for name, (uline, body) in self.unit.definitions(wanted).items():
+                at = self.unit.where(uline)
                 if at is None or at[0].startswith("<"):
                     continue
                 places.add((os.path.normpath(at[0]), at[1]))
-                if depth < 3:
-                    todo.append((got[1], got[0], depth + 1))
+                level.append((body, uline))
         configs, steps = [], []
         api = self.api_header()
         for path, line in sorted(places):
@@ -689,10 +720,81 @@ class _Checker:
 
 def check(inv: Invocation, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
     """The findings for inv.file, as sparse-style lines (the warning, then its chain), and the
-    problems worth a line of their own."""
+    problems worth a line of their own. catalogue may be a function that loads it."""
     return _Checker(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts).run()
 
 
 def run_sparse(inv: Invocation) -> subprocess.CompletedProcess:
     """sparse's own checks, with the same arguments."""
     return _run([_tool("sparse", "sparse"), *inv.all_args], "sparse")
+
+
+def run_command(inv: Invocation, catalogue, also_sparse=False, kernel_version=None, ncpus=96,
+                max_cpus=512) -> int:
+    """`wqlint check`: print sparse's output (--also-sparse), then the findings, on stderr as
+    sparse does; the exit status Kbuild expects of a checker (0: checked, findings or not)."""
+    try:
+        if also_sparse:
+            got = run_sparse(inv)
+            sys.stdout.write(got.stdout)
+            sys.stdout.flush()
+            sys.stderr.write(got.stderr)
+        lines, errors = check(inv, catalogue, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus)
+    except CheckError as exc:
+        print(f"wqlint check: {inv.file}: {exc}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line, file=sys.stderr)
+    for err in errors:
+        print(f"wqlint check: {inv.file}: {err}", file=sys.stderr)
+    return 0
+
+
+# wqlint's own options of `wqlint check` (everything else is Kbuild's): do they take a value?
+_OWN_OPTIONS = {"--also-sparse": False, "--kernel-version": True, "--cpus": True, "--max-cpus": True,
+                "--rules": True}
+
+
+def main(argv: list):
+    """`wqlint check ARGS` without click (see wqlint.entry): the exit status, or None when
+    ARGS need the click command (--help, a malformed option or value, a usage error), which
+    then says what is wrong, exactly as it always does."""
+    from wqlint import kversion
+    opts, rest, i = {}, [], 0
+    while i < len(argv):
+        a = argv[i]
+        name, eq, value = a.partition("=")
+        if a == "--help":
+            return None
+        if name in _OWN_OPTIONS:
+            if not _OWN_OPTIONS[name]:
+                if eq:
+                    return None
+                value = True
+            elif not eq:
+                if i + 1 >= len(argv):
+                    return None
+                i += 1
+                value = argv[i]
+            opts[name] = value
+        else:
+            rest.append(a)
+        i += 1
+    try:
+        version = kversion.parse_version(opts["--kernel-version"]) if "--kernel-version" in opts else None
+        cpus, max_cpus = int(opts.get("--cpus", 96)), int(opts.get("--max-cpus", 512))
+        inv = parse_args(rest)
+    except (ValueError, CheckError):
+        return None
+    if not (1 <= cpus <= 65536 and 1 <= max_cpus <= 65536):
+        return None
+    rules = opts.get("--rules")
+
+    def load_catalogue():
+        from wqlint import catalogue as catalogue_mod
+        try:
+            return catalogue_mod.load(rules)
+        except catalogue_mod.CatalogueError as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            sys.exit(2)
+    return run_command(inv, load_catalogue, bool(opts.get("--also-sparse")), version, cpus, max_cpus)

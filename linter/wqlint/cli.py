@@ -234,21 +234,8 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
         inv = check_mod.parse_args(list(args))
     except check_mod.CheckError as exc:
         raise click.UsageError(str(exc)) from None
-    try:
-        if also_sparse:
-            got = check_mod.run_sparse(inv)
-            click.echo(got.stdout, nl=False)
-            click.echo(got.stderr, nl=False, err=True)
-        lines, errors = check_mod.check(inv, cat, kernel_version=kernel_version, ncpus=cpus,
-                                        max_cpus=max_cpus)
-    except check_mod.CheckError as exc:
-        click.echo(f"wqlint check: {inv.file}: {exc}", err=True)
-        sys.exit(1)
-    for line in lines:
-        click.echo(line, err=True)
-    for err in errors:
-        click.echo(f"wqlint check: {inv.file}: {err}", err=True)
-    sys.exit(0)
+    # The same as the fast path the `wqlint` command takes (wqlint.entry, check.main).
+    sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
 
 
 def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None):
