@@ -206,3 +206,22 @@ def test_fix_needs_a_mode_and_known_rules(tmp_path):
     assert run("fix", TREE, "--target", "mainline").exit_code == 2
     got = run("fix", TREE, "--target", "mainline", "--rule", "nope", "--diff")
     assert got.exit_code == 2 and "unknown rule 'nope'" in got.stderr
+
+
+def test_fix_cocci_makes_the_same_change_as_fix(tmp_path):
+    """spatch with the generated fix.cocci gives byte-identical files to `wqlint fix --apply`."""
+    by_wqlint, by_spatch = tree_copy(tmp_path), tmp_path / "spatch"
+    shutil.copytree(TREE, by_spatch)
+    out = tmp_path / "out"
+    from wqlint.fix import cocci_gen
+    from wqlint.fix.plan import plan
+    from wqlint.scan.engine import scan
+    cat = catalogue.load()
+    result = plan(scan([str(by_spatch)], cat), cat, "reference", suggestions=True)
+    out.mkdir()
+    (out / "fix.cocci").write_text(cocci_gen.generate(result.fixes(), "reference", result.version, "t"))
+    subprocess.run(["spatch", "--sp-file", str(out / "fix.cocci"), "--dir", ".", "--in-place", "--very-quiet"],
+                   cwd=by_spatch, check=True, capture_output=True)
+    assert run("fix", by_wqlint, "--target", "reference", "--apply", "--suggestions").exit_code == 0
+    assert sources(by_spatch) == sources(by_wqlint)
+    assert sources(by_spatch) != sources(TREE)
