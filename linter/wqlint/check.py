@@ -27,12 +27,11 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+
+# Imports are few and cheap here: Kbuild starts the checker once per file, and most files
+# end before any scan (the scanner, dataclasses, pathlib, tempfile come in only then).
 
 # Options that take a value, either joined (-DX, -Idir) or as the next argument (-D X, -I dir).
 _VALUED = ("-D", "-U", "-I", "-include", "-imacros", "-isystem", "-iquote", "-idirafter")
@@ -42,6 +41,7 @@ _SPARSE_ONLY = re.compile(r"^(--arch=.*|-m(32|64|x32|big-endian|little-endian|cm
 # Macros cpp provides itself and refuses to see redefined.
 _BUILTIN = re.compile(r"^#define (__STDC__|__STDC_HOSTED__|__STDC_VERSION__|_Pragma|__FILE__|__LINE__|"
                       r"__DATE__|__TIME__|__COUNTER__|__has_\w+|__INCLUDE_LEVEL__|__BASE_FILE__)\b")
+_PREDEF = re.compile(r"^#define ([A-Za-z_]\w*(?:\([^)]*\))?) ?(.*)$")
 _MARKER = re.compile(r'\n# (\d+) "([^"\\\n]*(?:\\.[^"\\\n]*)*)"[^\n]*')
 _NEXT_MARKER = re.compile(r'\n# \d+ "')
 _DIRECTIVE = re.compile(r"\n#[^\n]*")
@@ -60,13 +60,13 @@ class CheckError(Exception):
     """Printed as one line, and the checker exits non-zero."""
 
 
-@dataclass
 class Invocation:
-    file: str
-    defines: list = field(default_factory=list)  # -D/-U, in order, as cpp options
-    includes: list = field(default_factory=list)  # -I/-include/-isystem/... and -nostdinc
-    sparse: list = field(default_factory=list)  # options that shape sparse's predefined macros
-    all_args: list = field(default_factory=list)  # everything, for --also-sparse
+    def __init__(self, file: str, defines=(), includes=(), sparse=(), all_args=()):
+        self.file = file
+        self.defines = list(defines)  # -D/-U, in order, as cpp options
+        self.includes = list(includes)  # -I/-include/-isystem/... and -nostdinc
+        self.sparse = list(sparse)  # options that shape sparse's predefined macros
+        self.all_args = list(all_args)  # everything, for --also-sparse
 
 
 def parse_args(args: list) -> Invocation:
@@ -101,8 +101,16 @@ def parse_args(args: list) -> Invocation:
     return Invocation(file=files[0], defines=defines, includes=includes, sparse=sparse, all_args=list(args))
 
 
+def _which(name: str):
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        cand = os.path.join(d or ".", name)
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def _tool(name: str, package: str) -> str:
-    path = shutil.which(name)
+    path = _which(name)
     if not path:
         raise CheckError(f"{name} not found: install Debian's '{package}' package (apt-get install {package})")
     return path
@@ -125,22 +133,23 @@ def _first_error(stderr: str) -> str:
     return lines[0] if lines else "unknown error"
 
 
-def preprocess(inv: Invocation, workdir: str) -> str:
-    """The translation unit as the configuration makes it, with cpp's line markers and the
-    #define/#undef directives in place (-dD). -ftrack-macro-expansion=0: the unit is the same,
-    and cpp is then faster than `sparse -E` instead of twice as slow."""
+def preprocess(inv: Invocation, directives: bool = True) -> str:
+    """The translation unit as the configuration makes it, with cpp's line markers and (with
+    directives) the #define/#undef directives in place (-dD). sparse's predefined macros go
+    to cpp as -D options. -ftrack-macro-expansion=0: the unit is the same, and cpp is then
+    about as fast as `sparse -E` instead of twice as slow."""
     sparse = _tool("sparse", "sparse")
     cpp = _tool("cpp", "cpp")
-    empty = os.path.join(workdir, "predefined.c")
-    Path(empty).write_text("")
-    got = _run([sparse, "-E", "-dM", *inv.sparse, *inv.defines, empty], "sparse")
+    got = _run([sparse, "-E", "-dM", *inv.sparse, *inv.defines, os.devnull], "sparse")
     if got.returncode != 0:
         raise CheckError(f"sparse refused the flags: {_first_error(got.stderr)}")
-    predefs = os.path.join(workdir, "predefined.h")
-    Path(predefs).write_text("".join(ln + "\n" for ln in got.stdout.splitlines()
-                                     if ln.startswith("#define ") and not _BUILTIN.match(ln)))
-    got = _run([cpp, "-undef", "-w", "-dD", "-ftrack-macro-expansion=0", "-imacros", predefs,
-                *inv.defines, *inv.includes, inv.file], "cpp")
+    predefs = []
+    for ln in got.stdout.splitlines():
+        m = _PREDEF.match(ln)
+        if m and not _BUILTIN.match(ln):
+            predefs.append(f"-D{m.group(1)}={m.group(2)}")
+    got = _run([cpp, "-undef", "-w", *(["-dD"] if directives else []), "-ftrack-macro-expansion=0",
+                *predefs, *inv.defines, *inv.includes, inv.file], "cpp")
     if got.returncode != 0:
         raise CheckError(f"cannot preprocess: {_first_error(got.stderr)}")
     return got.stdout
@@ -151,8 +160,9 @@ class Unit:
     directives blanked, so that line numbers do not move) and, for each of its lines, the
     (file, line) it came from."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, directives: bool = True):
         self.raw = "\n" + text  # every directive, the first one too, follows a newline
+        self.directives = directives
         self._markers = None
         self._by_name = None
         self._events: dict = {}  # macro name -> [(offset, 'define' | 'undef', end of name)]
@@ -165,16 +175,19 @@ class Unit:
         if self._markers is not None:
             return
         self._markers = True
-        self._mline, self._mfile, self._morig, self._mpos = [], [], [], []
-        count, pos = 0, 0
-        for m in _MARKER.finditer(self.raw):
-            count += self.raw.count("\n", pos, m.start() + 1)
-            pos = m.start() + 1
-            self._mline.append(count)  # the marker's own line in the unit (1-based)
-            self._mfile.append(m.group(2).replace('\\"', '"').replace("\\\\", "\\"))
-            self._morig.append(int(m.group(1)))
-            self._mpos.append(m.end())
-        self._nlines = self.raw.count("\n")
+        raw = self.raw
+        hits = [(m.start(), m.end(), m.group(1), m.group(2)) for m in _MARKER.finditer(raw)]
+        self._mline = []  # each marker's own line in the unit (1-based)
+        count, pos, newlines = 0, 0, raw.count
+        for start, _, _, _ in hits:
+            count += newlines("\n", pos, start + 1)
+            pos = start + 1
+            self._mline.append(count)
+        self._mpos = [h[1] for h in hits]
+        self._morig = [int(h[2]) for h in hits]
+        self._mfile = [h[3] if "\\" not in h[3] else h[3].replace('\\"', '"').replace("\\\\", "\\")
+                       for h in hits]
+        self._nlines = raw.count("\n")
 
     def files(self) -> list:
         self._parse_markers()
@@ -313,7 +326,8 @@ class _Original:
     def lines(self, path: str) -> list:
         if path not in self._lines:
             try:
-                self._lines[path] = Path(path).read_text(errors="replace").split("\n")
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    self._lines[path] = handle.read().split("\n")
             except OSError:
                 self._lines[path] = []
         return self._lines[path]
@@ -365,6 +379,14 @@ def _column(unit_line: str, col: int, original: str) -> int:
     return stripped + 1
 
 
+def _mentions(path: str, pattern) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return bool(pattern.search(handle.read()))
+    except OSError:
+        return True  # let preprocessing say what is wrong
+
+
 def _same_file(name: str, target: str, cache: dict) -> bool:
     if name == target:
         return True
@@ -376,12 +398,14 @@ def _same_file(name: str, target: str, cache: dict) -> bool:
     return got
 
 
-def _kernel_version(root: Path):
+def _kernel_version(root):
     """The tree's Makefile, else (an external module's directory) the version of the kernel
     it is built against, which Kbuild exports as VERSION, PATCHLEVEL, SUBLEVEL, else the
     default."""
+    from pathlib import Path
+
     from wqlint import kversion
-    found = kversion.from_makefile(root)
+    found = kversion.from_makefile(Path(root))
     if found:
         return found
     env = os.environ
@@ -417,7 +441,7 @@ class _Checker:
         from wqlint import facts as facts_mod
         self.root = facts_mod.find_root(self.inv.file)
         if self.root is None:  # a loose file: no tree to take facts from
-            self.root, self.use_facts = Path(os.path.realpath(self.inv.file)).parent, False
+            self.root, self.use_facts = os.path.dirname(os.path.realpath(self.inv.file)), False
         real = os.path.realpath(self.inv.file)
         self.rel = os.path.relpath(real, self.root)
         # Paths of the tree are shown the way Kbuild named the checked file.
@@ -442,30 +466,36 @@ class _Checker:
     def run(self):
         if not os.path.isfile(self.inv.file):
             raise CheckError("no such file")
+        facts = self.load_facts()
+        mention = facts.mention_re() if facts is not None else _SINK_CALL
+        # -dD (which macro definition was live, what each CONFIG_ option is) costs a fifth
+        # of the preprocessing: asked for only when the file can have something to report.
+        likely = (facts is not None and facts.has_sites(self.rel)) or _mentions(self.inv.file, mention)
+        unit = Unit(preprocess(self.inv, directives=likely), directives=likely)
+        own = unit.own_text(self.inv.file)
+        if not (mention.search(own) or (facts is not None and facts.has_sites(self.rel))):
+            _debug("no allocation in the unit: not scanned")
+            return [], list(self.notes)
+        if not unit.directives:  # an allocation only the expansion shows (rare): again, with -dD
+            unit = Unit(preprocess(self.inv))
+        import tempfile
         with tempfile.TemporaryDirectory(prefix="wqlint-check-") as workdir:
-            unit = Unit(preprocess(self.inv, workdir))
-            facts = self.load_facts()
-            own = unit.own_text(self.inv.file)
-            needed = bool(_SINK_CALL.search(own)) or (facts is not None and (
-                facts.has_sites(self.rel) or (facts.wrappers and facts.mention_re().search(own))))
-            if not needed:
-                _debug("no allocation in the unit: not scanned")
-                return [], list(self.notes)
             return self.scan(unit, facts, workdir)
 
     def scan(self, unit: Unit, facts, workdir):
+        from dataclasses import replace as dc_replace
+
         from wqlint.scan.engine import Engine, judge
         from wqlint.scan.values import has_unknown
 
-        if not hasattr(self.catalogue, "__getitem__"):
-            self.catalogue = self.catalogue()  # read only when there is something to judge
         self.unit = unit
         unit_dir = os.path.join(workdir, "unit")
         os.mkdir(unit_dir)
         self.unit_rel = os.path.basename(self.inv.file)
         code = unit.code
         data = code.encode("utf-8", "replace")
-        Path(unit_dir, self.unit_rel).write_bytes(data)
+        with open(os.path.join(unit_dir, self.unit_rel), "wb") as handle:
+            handle.write(data)
         version = self.kernel_version or _kernel_version(self.root)
         eng = self.engine = Engine([os.path.join(unit_dir, self.unit_rel)], self.catalogue, jobs=1,
                                    kernel_version=version, ncpus=self.ncpus, max_cpus=self.max_cpus,
@@ -485,7 +515,7 @@ class _Checker:
             line = at[1]
             tree = self._pick(by_line.get(line, []), s)
             col = tree.col if tree else _column(self._unit_line(s.line), s.col, self.orig.line(at[0], line))
-            site = replace(s, path=shown_main, line=line, col=col,
+            site = dc_replace(s, path=shown_main, line=line, col=col,
                            end_col=tree.end_col if tree else 0,
                            flags=self.original(s.flags), max_active=self.original(s.max_active),
                            prefix=[self.step(p) for p in s.prefix])
@@ -513,7 +543,7 @@ class _Checker:
                 out.append(site)
         if not out:
             return [], list(self.notes)
-        ctx = eng.context(bits=eng._bits(self.unit_rel) if re.search(r"\bWQ_UNBOUND\b", code) else None,
+        ctx = eng.context(bits=eng._bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
                           api_header=self.api_header())
         findings = judge(out, ctx)
         sites_at = {}
@@ -569,7 +599,8 @@ class _Checker:
         elif isinstance(value, Tunable):
             new = Tunable(step, self.original(value.default), value.how)
         else:
-            new = replace(value, step=step)
+            from dataclasses import replace as dc_replace
+            new = dc_replace(value, step=step)
         self._mapped[key] = (value, new)  # the original is kept alive so that ids stay unique
         return new
 
@@ -656,7 +687,8 @@ class _Checker:
             return v
         _debug(f"line {tree_site.line}: {wrapper}() from the tree analysis, "
                f"arguments as configured: {[parser.text(a) for a in args]}")
-        return replace(tree_site, flags=rebind(tree_site.flags), max_active=rebind(tree_site.max_active))
+        from dataclasses import replace as dc_replace
+        return dc_replace(tree_site, flags=rebind(tree_site.flags), max_active=rebind(tree_site.max_active))
 
     # -- configuration -----------------------------------------------------------------------------
     def configuration(self, site):
@@ -720,7 +752,7 @@ class _Checker:
 
 def check(inv: Invocation, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
     """The findings for inv.file, as sparse-style lines (the warning, then its chain), and the
-    problems worth a line of their own. catalogue may be a function that loads it."""
+    problems worth a line of their own."""
     return _Checker(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts).run()
 
 
@@ -759,7 +791,6 @@ def main(argv: list):
     """`wqlint check ARGS` without click (see wqlint.entry): the exit status, or None when
     ARGS need the click command (--help, a malformed option or value, a usage error), which
     then says what is wrong, exactly as it always does."""
-    from wqlint import kversion
     opts, rest, i = {}, [], 0
     while i < len(argv):
         a = argv[i]
@@ -781,7 +812,10 @@ def main(argv: list):
             rest.append(a)
         i += 1
     try:
-        version = kversion.parse_version(opts["--kernel-version"]) if "--kernel-version" in opts else None
+        version = None
+        if "--kernel-version" in opts:
+            from wqlint import kversion
+            version = kversion.parse_version(opts["--kernel-version"])
         cpus, max_cpus = int(opts.get("--cpus", 96)), int(opts.get("--max-cpus", 512))
         inv = parse_args(rest)
     except (ValueError, CheckError):
@@ -790,11 +824,23 @@ def main(argv: list):
         return None
     rules = opts.get("--rules")
 
-    def load_catalogue():
-        from wqlint import catalogue as catalogue_mod
-        try:
-            return catalogue_mod.load(rules)
-        except catalogue_mod.CatalogueError as exc:
-            print(f"Error: {exc}", file=sys.stderr)
-            sys.exit(2)
-    return run_command(inv, load_catalogue, bool(opts.get("--also-sparse")), version, cpus, max_cpus)
+    return run_command(inv, _LazyCatalogue(rules), bool(opts.get("--also-sparse")), version, cpus, max_cpus)
+
+
+class _LazyCatalogue:
+    """The rule catalogue, read (YAML: a few hundredths of a second) the first time a rule is
+    looked up, which is when a site has something to report."""
+
+    def __init__(self, path):
+        self.path = path
+        self._cat = None
+
+    def __getitem__(self, rule_id):
+        if self._cat is None:
+            from wqlint import catalogue as catalogue_mod
+            try:
+                self._cat = catalogue_mod.load(self.path)
+            except catalogue_mod.CatalogueError as exc:
+                print(f"Error: {exc}", file=sys.stderr)
+                sys.exit(2)
+        return self._cat[rule_id]

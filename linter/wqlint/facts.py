@@ -36,15 +36,16 @@ force a rebuild). The wqlint version and the tree root are part of the key.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import re
 import time
-from pathlib import Path
-from typing import Optional
+import zlib
 
 from wqlint import __version__
+
+# Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
+# checker process, and those imports would cost more than reading the facts.
 
 FORMAT = 1
 FACTS_NAME = ".wqlint-facts.json"
@@ -61,7 +62,7 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def find_root(file: str) -> Optional[Path]:
+def find_root(file: str) -> "str | None":
     """The tree a file belongs to: an external module's directory (M=, Kbuild exports it as
     KBUILD_EXTMOD), else the kernel tree holding it (a directory with Makefile and
     include/linux, as `wqlint scan` finds it), else None: a loose file has no tree to
@@ -71,22 +72,25 @@ def find_root(file: str) -> Optional[Path]:
     if ext:
         ext = os.path.realpath(ext)
         if _under(real, ext):
-            return Path(ext)
-    start = Path(real).parent
-    for cand in [start, *start.parents]:
-        if (cand / "Makefile").is_file() and (cand / "include" / "linux").is_dir():
+            return ext
+    cand = os.path.dirname(real)
+    while True:
+        if os.path.isfile(os.path.join(cand, "Makefile")) and os.path.isdir(os.path.join(cand, "include", "linux")):
             return cand
-    return None
+        parent = os.path.dirname(cand)
+        if parent == cand:
+            return None
+        cand = parent
 
 
-def cache_dir(file: str, root: Path) -> Path:
+def cache_dir(file: str, root: str) -> str:
     """Where the cache lives: the module's output directory for an external module, else the
     build output directory, which is where Kbuild runs the checker."""
     ext = os.environ.get("KBUILD_EXTMOD")
-    if ext and os.path.realpath(ext) == str(root):
+    if ext and os.path.realpath(ext) == root:
         out = os.environ.get("KBUILD_EXTMOD_OUTPUT")  # MO= (v6.13+)
-        return Path(out if out else ext).resolve()
-    return Path.cwd()
+        return os.path.realpath(out if out else ext)
+    return os.getcwd()
 
 
 # -- values to and from JSON ------------------------------------------------------------------
@@ -171,7 +175,7 @@ class Facts:
 
     def __init__(self, data: dict, built: bool = False):
         self.data = data
-        self.root = Path(data["root"])
+        self.root = data["root"]
         self.built = built  # this process built them
         self.wrappers = frozenset(data.get("wrappers", ()))
         self._sites = data.get("sites", {})
@@ -205,7 +209,7 @@ def _names_digest(directory: str) -> str:
         names = sorted(n for n in os.listdir(directory) if n.endswith((".c", ".h")))
     except OSError:
         return ""
-    return hashlib.sha1("\0".join(names).encode()).hexdigest()[:16]
+    return f"{len(names)}:{zlib.crc32(chr(0).join(names).encode()):08x}"
 
 
 def _mentions(path: str, pattern) -> bool:
@@ -217,11 +221,11 @@ def _mentions(path: str, pattern) -> bool:
     return bool(pattern.search(text))
 
 
-def is_valid(data: dict, root: Path, checked: Optional[str]) -> bool:
+def is_valid(data: dict, root: str, checked: "str | None") -> bool:
     """Are cached facts still those of the tree? (see the module's docstring)"""
-    if data.get("format") != FORMAT or data.get("wqlint") != __version__ or data.get("root") != str(root):
+    if data.get("format") != FORMAT or data.get("wqlint") != __version__ or data.get("root") != root:
         return False
-    base = str(root)
+    base = root
     for rel, stamp in data.get("deps", {}).items():
         if _stamp(os.path.join(base, rel)) != stamp:
             return False
@@ -243,7 +247,7 @@ def is_valid(data: dict, root: Path, checked: Optional[str]) -> bool:
     return True
 
 
-def build(root: Path, checked: Optional[str] = None, jobs: Optional[int] = None) -> dict:
+def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) -> dict:
     """Run the tree analysis over root and keep every site, by file."""
     from wqlint.scan.engine import SINKS as ENGINE_SINKS, Engine
 
@@ -251,7 +255,7 @@ def build(root: Path, checked: Optional[str] = None, jobs: Optional[int] = None)
     delay = os.environ.get("WQLINT_TEST_FACTS_DELAY")  # tests: make concurrent checkers wait
     if delay:
         time.sleep(float(delay))
-    engine = Engine([str(root)], None, jobs=jobs or os.cpu_count() or 1)
+    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1)
     sites = engine.sites()
     by_file: dict = {}
     wrappers = set()
@@ -262,7 +266,7 @@ def build(root: Path, checked: Optional[str] = None, jobs: Optional[int] = None)
         wrappers.update(site.via)
         if site.entry not in ENGINE_SINKS:
             wrappers.add(site.entry)
-    base = str(root)
+    base = root
     read = {rel for rel in list(engine.index.files) + list(engine.index.bad) if not rel.startswith("<")}
     if checked:
         rel = os.path.relpath(os.path.realpath(checked), base)
@@ -287,7 +291,7 @@ def build(root: Path, checked: Optional[str] = None, jobs: Optional[int] = None)
             "sites": {rel: json.dumps(v, separators=(",", ":")) for rel, v in sorted(by_file.items())}}
 
 
-def _read(path: Path) -> Optional[dict]:
+def _read(path: str) -> "dict | None":
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -296,16 +300,16 @@ def _read(path: Path) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
-def _write_atomic(directory: Path, data: dict) -> None:
+def _write_atomic(directory: str, data: dict) -> None:
     # Not mkstemp: its 0600 would hide the cache from the other users of a shared build tree.
-    tmp = str(directory / f"{FACTS_NAME}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    tmp = os.path.join(directory, f"{FACTS_NAME}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, separators=(",", ":"))
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, directory / FACTS_NAME)
+        os.replace(tmp, os.path.join(directory, FACTS_NAME))
     except BaseException:
         try:
             os.unlink(tmp)
@@ -314,21 +318,21 @@ def _write_atomic(directory: Path, data: dict) -> None:
         raise
 
 
-def obtain(root: Path, directory: Path, checked: Optional[str] = None, debug=None) -> Facts:
+def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) -> Facts:
     """The facts of root, from the cache in directory when valid, else built (by one process
     at a time) and cached there. Raises FactsError when the directory cannot hold the cache."""
     import fcntl
 
     say = debug or (lambda msg: None)
-    path = directory / FACTS_NAME
+    path = os.path.join(directory, FACTS_NAME)
     data = _read(path)
     if data is not None and is_valid(data, root, checked):
         say(f"facts: reused {path}")
         return Facts(data)
     try:
-        lock = open(directory / LOCK_NAME, "a+b")
+        lock = open(os.path.join(directory, LOCK_NAME), "a+b")
     except OSError as exc:
-        raise FactsError(f"cannot create {directory / LOCK_NAME}: {exc.strerror or exc}") from None
+        raise FactsError(f"cannot create {os.path.join(directory, LOCK_NAME)}: {exc.strerror or exc}") from None
     with lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file is closed
         data = _read(path)  # built by another checker while this one waited?
