@@ -183,7 +183,7 @@ class Unit:
         self.raw = "\n" + text  # every directive, the first one too, follows a newline
         self.directives = directives
         self._markers = None
-        self._by_name = None
+        self._spans_for: dict = {}  # file predicate -> [(first original line, first, last unit line)]
         self._names = None  # the names the unit #defines somewhere
 
     @property
@@ -230,26 +230,21 @@ class Unit:
             return None
         return self._mfile[i], self._morig[i] + (n - self._mline[i] - 1)
 
-    def _spans(self):
-        """(file, first original line, first unit line, last unit line) of each run of lines."""
-        self._parse_markers()
-        for i, ml in enumerate(self._mline):
-            last = self._mline[i + 1] - 1 if i + 1 < len(self._mline) else self._nlines
-            if last > ml:
-                yield self._mfile[i], self._morig[i], ml + 1, last
-
     def lines_of(self, is_file, line: int) -> list:
         """The unit lines that came from line of a file for which is_file(name) holds."""
-        if self._by_name is None:
-            self._by_name = {}
-            for span in self._spans():
-                self._by_name.setdefault(span[0], []).append(span)
-        out = []
-        for name, spans in self._by_name.items():
-            if is_file(name):
-                out.extend(first + line - orig for _, orig, first, last in spans
-                           if orig <= line <= orig + (last - first))
-        return sorted(out)
+        self._parse_markers()
+        spans = self._spans_for.get(is_file)
+        if spans is None:
+            names = {n for n in set(self._mfile) if is_file(n)}
+            mline, mfile, morig = self._mline, self._mfile, self._morig
+            spans = []
+            for i, name in enumerate(mfile):
+                if name in names:
+                    last = mline[i + 1] - 1 if i + 1 < len(mline) else self._nlines
+                    if last > mline[i]:
+                        spans.append((morig[i], mline[i] + 1, last))
+            self._spans_for[is_file] = spans
+        return [first + line - orig for orig, first, last in spans if orig <= line <= orig + (last - first)]
 
     def _pos_of_line(self, n: int) -> int:
         """Offset in raw of the newline that starts unit line n."""
