@@ -1,7 +1,6 @@
 """The one Finding type shared by every engine and every output format."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 
@@ -39,6 +38,7 @@ class Finding:
 
     def fingerprint(self) -> str:
         """Stable across runs and line shifts: rule, path, the call text and the origin text."""
+        import hashlib  # (loads OpenSSL: not for every `wqlint check` process)
         parts = [self.rule_id, self.path]
         parts.extend(" ".join(step.text.split()) for step in (self.chain[:1] + self.chain[-1:]))
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
@@ -171,6 +170,7 @@ class TreeIndex:
             return False
         uses = [k for k in keys if isinstance(k, str)]
         defs = sorted({k[1] for k in self.pending_defs(keys)})
+        from concurrent.futures import ThreadPoolExecutor  # (imports logging: only when searching)
         with ThreadPoolExecutor(2) as pool:  # the two searches overlap their I/O
             jobs = [pool.submit(self.fetch, uses)] if uses else []
             if defs:
@@ -293,6 +293,7 @@ class TreeIndex:
             return proc
 
         out = []
+        from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(self.jobs) as pool:
             for proc in pool.map(run, groups):
                 for errline in proc.stderr.splitlines():
