@@ -244,6 +244,18 @@ def test_the_command_takes_a_fast_path_with_the_same_output(build_dir):
     assert helped.returncode == 0 and "A checker for the kernel build" in helped.stdout
 
 
+def test_a_failing_tree_analysis_does_not_break_the_build(tree, monkeypatch):
+    from wqlint import facts
+
+    def boom(*args, **kw):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(facts, "build", boom)
+    result = check_tree(tree)
+    assert result.exit_code == 0
+    assert result.stderr == (f"wqlint check: {tree / 'pool' / 'start.c'}: the tree analysis failed "
+                             "(RuntimeError: boom): values from other files are not used\n")
+
+
 # -- bad input -------------------------------------------------------------------------------------
 def test_missing_file(tmp_path):
     missing = tmp_path / "none.c"

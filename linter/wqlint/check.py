@@ -460,6 +460,10 @@ class _Checker:
         except facts_mod.FactsError as exc:
             self.notes.append(f"{exc}: values from other files are not used")
             return None
+        except Exception as exc:  # a checker must not break the build over its own analysis
+            self.notes.append(f"the tree analysis failed ({type(exc).__name__}: {exc}): values from "
+                              "other files are not used")
+            return None
 
     def shown(self, rel: str) -> str:
         return rel if rel.startswith("<") else os.path.normpath(self.shown_root + rel)
