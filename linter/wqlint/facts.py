@@ -29,9 +29,11 @@ process would cost more than the check itself, so the validity test is narrower 
 - the checked file, when the analysis did not read it: if it changed after the facts were
   built and now mentions an allocation or a known wrapper, the facts are rebuilt.
 
-What this does not notice: an edit to a file the analysis did not read, elsewhere than in the
-file being checked, that makes it assign a field or call a wrapper (delete the cache file to
-force a rebuild). The wqlint version and the tree root are part of the key.
+Checking these costs a checker about 0.02 s on a kernel tree (~4,600 stat calls), against
+0.16 s just to list the whole tree. What it does not notice: an edit to a file the analysis
+did not read, elsewhere than in the file being checked, that makes it assign a field or call
+a wrapper (delete the cache file to force a rebuild). The wqlint version and the tree root
+are part of the key.
 """
 from __future__ import annotations
 
