@@ -225,3 +225,20 @@ def test_fix_cocci_makes_the_same_change_as_fix(tmp_path):
     assert run("fix", by_wqlint, "--target", "reference", "--apply", "--suggestions").exit_code == 0
     assert sources(by_spatch) == sources(by_wqlint)
     assert sources(by_spatch) != sources(TREE)
+
+
+def test_diff_of_a_file_without_a_final_newline_applies(tmp_path):
+    """The changed last line lacks a newline before and after: both sides are marked."""
+    root = tree_copy(tmp_path)
+    legacy = root / "drivers/fixme/legacy.c"
+    legacy.write_text(legacy.read_text() + 'int z(void) { return !create_workqueue("z"); }')
+    other = tmp_path / "other"
+    shutil.copytree(root, other)
+    diff = run("fix", root, "--target", "mainline", "--rule", "legacy-create-workqueue", "--diff").stdout
+    assert diff.endswith('-int z(void) { return !create_workqueue("z"); }\n'
+                         "\\ No newline at end of file\n"
+                         '+int z(void) { return !alloc_workqueue("z", WQ_MEM_RECLAIM | WQ_PERCPU, 1); }\n'
+                         "\\ No newline at end of file\n")
+    subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=other, check=True)
+    assert run("fix", root, "--target", "mainline", "--rule", "legacy-create-workqueue", "--apply").exit_code == 0
+    assert sources(other) == sources(root)

@@ -89,12 +89,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     if engine == "coccinelle":
         report = _coccinelle(list(paths), cat, jobs, kernel_version)
     else:
-        from wqlint.scan.engine import UsageError, scan as ts_scan
-        try:
-            report = ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
-                             ncpus=cpus, max_cpus=max_cpus, progress=report_progress)
-        except UsageError as exc:
-            raise click.UsageError(str(exc)) from None
+        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress)
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
     _emit(FORMATS[fmt](report, cat), output, report)
@@ -238,17 +233,24 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
 
 
+def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None):
+    """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
+    from wqlint.scan.engine import UsageError, scan as ts_scan
+
+    try:
+        return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
+                       ncpus=cpus, max_cpus=max_cpus, progress=progress)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None):
     """The findings fix and bulk work from: a fresh scan of PATHS, or a saved JSON scan
     checked against the files as they are now."""
-    from wqlint.scan.engine import UsageError, find_root, scan as ts_scan
+    from wqlint.scan.engine import find_root
 
     if findings_json is None:
-        try:
-            return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
-                           ncpus=cpus, max_cpus=max_cpus)
-        except UsageError as exc:
-            raise click.UsageError(str(exc)) from None
+        return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus)
     from wqlint.fix import saved
     try:
         return saved.load(findings_json, find_root(list(paths)), list(paths), kernel_version)

@@ -97,6 +97,15 @@ class Call:
     def end(self) -> int:
         return self.base + self.node.end_byte
 
+    def snapshot(self) -> dict:
+        """The state an edit changes, to put back when the edit cannot be made."""
+        return {"name": self.name, "args": list(self.args), "arg_nodes": list(self.arg_nodes),
+                "inserts": list(self.inserts), "changed": set(self.changed), "ops": list(self.ops)}
+
+    def restore(self, saved: dict) -> None:
+        for key, value in saved.items():
+            setattr(self, key, value)
+
     def set_arg(self, i: int, text: str) -> None:
         if i in self.changed:
             raise NoEdit("another fix of this call already changes that argument")
@@ -274,7 +283,7 @@ def render(call: Call) -> list:
         # '|'; a call written on one line is laid out again (as Coccinelle lays it out).
         candidates = [edits] if first_line == last_line else [edits, _filled(call, edits)]
         for candidate in candidates:
-            text = _apply_bytes(data[line_start:last_end],
+            text = apply_edits(data[line_start:last_end],
                                 [Edit(e.start - line_start, e.end - line_start, e.text) for e in candidate])
             lines = text.decode("utf-8").split("\n")
             if all(layout.width(ln) <= allowed for ln in lines) and not _misaligned(call, candidate, lines):
@@ -315,15 +324,11 @@ def _filled(call: Call, edits: list) -> list:
     return out
 
 
-def _apply_bytes(data: bytes, edits: list) -> bytes:
+def apply_edits(data: bytes, edits: list) -> bytes:
+    """data with edits (non-overlapping, offsets in the original) applied."""
     for e in sorted(edits, key=lambda e: -e.start):
         data = data[: e.start] + e.text.encode("utf-8") + data[e.end:]
     return data
-
-
-def apply_edits(text: bytes, edits: list) -> bytes:
-    """text with edits (non-overlapping, offsets in the original) applied."""
-    return _apply_bytes(text, edits)
 
 
 def enclosing_function(node) -> str:

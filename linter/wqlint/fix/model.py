@@ -47,11 +47,10 @@ class FileChange:
 
     def diff(self) -> str:
         """A `git apply`-ready unified diff of this file."""
-        body = "".join(difflib.unified_diff(
-            self.before.splitlines(True), self.after.splitlines(True),
-            f"a/{self.path}", f"b/{self.path}", n=3))
+        lines = difflib.unified_diff(self.before.splitlines(True), self.after.splitlines(True),
+                                     f"a/{self.path}", f"b/{self.path}", n=3)
+        # A last line without a newline (on either side) is marked the way diff and git mark it.
+        body = "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
         if not body:
             return ""
-        if not self.after.endswith("\n"):
-            body += "\n\\ No newline at end of file\n"
         return f"diff --git a/{self.path} b/{self.path}\n" + body

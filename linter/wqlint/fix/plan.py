@@ -6,7 +6,6 @@ an edit are listed with the reason, so nothing is silently left out.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -109,19 +108,17 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
         made = []
-        before_args = list(call.args)
+        original_args = list(call.args)
         order = list(edit_kinds.EDITS)
         for f, case, why in sorted(group, key=lambda item: order.index(item[1].edit)):
-            before = copy.copy(call.__dict__)
-            before["args"], before["changed"], before["inserts"] = list(call.args), set(call.changed), list(call.inserts)
-            before["ops"] = list(call.ops)
+            saved = call.snapshot()
             try:
                 edit_kinds.EDITS[case.edit](call, f, facts)
             except edit_kinds.NoEdit as exc:
-                call.__dict__.update(before)
+                call.restore(saved)
                 result.not_fixed.append(NotFixed(f, str(exc), case.safety))
                 continue
-            made.append((f, case, why, tuple(call.ops[len(before["ops"]):])))
+            made.append((f, case, why, tuple(call.ops[len(saved["ops"]):])))
         if not made:
             continue
         try:
@@ -132,8 +129,7 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
         edits.extend(call_edits)
         where = dict(function=edit_kinds.enclosing_function(call.node),
                      callee=parser.text(call.node.child_by_field_name("function")),
-                     first_arg=parser.text(call.arg_nodes[0]) if call.arg_nodes and call.arg_nodes[0] is not None
-                     else before_args[0] if before_args else "")
+                     first_arg=original_args[0] if original_args else "")
         fixes.extend(Fix(f, target, case.safety, tuple(call_edits), why, ops, **where)
                      for f, case, why, ops in made)
     if not edits:

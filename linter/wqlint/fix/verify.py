@@ -136,7 +136,7 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
         if (build_dir / obj).is_file():
             result.built.append(obj)
         else:
-            why = next((ln for ln in errors if ln.startswith(obj[:-2] + ".c:") or obj[:-2] + ".c:" in ln),
+            why = next((ln for ln in errors if obj[:-2] + ".c:" in ln),
                        errors[0] if errors else "no object produced")
             result.failed.append((obj, why.strip()))
 
