@@ -35,16 +35,17 @@ import re
 WQLINT_FILE = [""]
 
 
-def wqlint_at(p, first, sites):
-    \"\"\"Is the call at p one of sites: (file relative to the tree, enclosing function, called
-    name, text of its first argument, line or 0)? Lines are only used where those do not
-    tell two calls apart: a rule that changed the function before makes them move.\"\"\"
-    first = re.sub(r"\\s+", "", str(first))
+def wqlint_at(p, pieces, sites):
+    \"\"\"Is the call at p one of sites: (file relative to the tree, enclosing function,
+    its argument texts without white space, line or 0)? pieces are the call's arguments as
+    the rule binds them. Lines are only used where the rest does not tell two calls apart:
+    a rule that changed the function before makes them move.\"\"\"
+    args = ",".join(t for t in (re.sub(r"\\s+", "", str(x)) for x in pieces) if t)
     name = WQLINT_FILE[0]
     for pos in p:
-        for rel, fn, callee, arg, line in sites:
+        for rel, fn, text, line in sites:
             if (name == rel or name.endswith("/" + rel)) and pos.current_element == fn \\
-                    and arg == first and (not line or int(pos.line) == line):
+                    and args == text and (not line or int(pos.line) == line):
                 return True
     return False
 """
@@ -67,24 +68,37 @@ WQLINT_FILE[0] = p0[0].file
 """
 
 
-def _site_key(fix) -> tuple:
-    f = fix.finding
-    return (f.path, fix.function, fix.callee, re.sub(r"\s+", "", fix.first_arg))
+def _key(op: tuple, fix) -> tuple:
+    """The rule an edit belongs to: one per kind of flag or macro edit, one per call else."""
+    return op if op[0] in ("add-flag", "legacy") else (op, fix.finding.path, fix.finding.line)
 
 
-def _sites(fixes, ambiguous) -> str:
-    keys = sorted({_site_key(f) + ((f.finding.line,) if _site_key(f) in ambiguous else (0,)) for f in fixes})
-    return "[" + ", ".join(repr(k) for k in keys) + "]"
+def _site(fix, rank: int, ranks: dict) -> tuple:
+    """(file, function, argument texts, line or 0) of fix's call as rule `rank` sees it: with
+    what the rules before it wrote into the call (see wqlint_at())."""
+    args = dict(enumerate(fix.args))
+    for op, changes in fix.steps:
+        if ranks[_key(op, fix)] < rank:
+            args.update(changes)
+    text = ",".join(a for _, a in sorted(args.items()) if a is not None)
+    return (fix.finding.path, fix.function, text, fix.finding.line if fix.twin else 0)
 
 
 def _before(i: int) -> tuple:
-    """(metavariable declaration, pattern text) for the i arguments before the one edited;
-    the first is always A0, which identifies the call."""
+    """(metavariable declaration, pattern text, names bound) for the i arguments before the
+    one edited; the first is always A0."""
     if i == 0:
         raise ValueError("the first argument identifies the call and is never edited")
     if i == 1:
-        return "", "A0,"
-    return f"expression list[{i - 1}] before;\n", "A0, before,"
+        return "", "A0,", ["A0"]
+    return f"expression list[{i - 1}] before;\n", "A0, before,", ["A0", "before"]
+
+
+def _where(n: int, pieces: list) -> str:
+    """The position of a call whose arguments, bound to pieces, are one of SITES_n."""
+    names = ", ".join(p for p in pieces if not p.startswith('"'))
+    return (f"position p : script:python({names}) "
+            f"{{ wqlint_at(p, [{', '.join(pieces)}], SITES_{n}) }};\n")
 
 
 def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
@@ -94,21 +108,17 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     groups: dict = {}
     for fix in fixes:
         for op in fix.ops:
-            key = op if op[0] in ("add-flag", "legacy") else (op, fix.finding.path, fix.finding.line)
-            groups.setdefault(key, []).append(fix)
-    seen, ambiguous = {}, set()
-    for fix in fixes:
-        key = _site_key(fix)
-        if seen.setdefault(key, fix.finding.line) != fix.finding.line:
-            ambiguous.add(key)
+            groups.setdefault(_key(op, fix), []).append(fix)
     rules_text, site_sets = [], []
     # Position-restricted legacy rules (a literal name becomes the format) come before the
     # general ones, which would otherwise convert those calls first.
     ordered_keys = sorted(groups, key=lambda k: (not (k[0] == "legacy" and k[3]), repr(k)))
+    ranks = {key: n for n, key in enumerate(ordered_keys, 1)}
     for n, key in enumerate(ordered_keys, 1):
         op = key if key[0] in ("add-flag", "legacy") else key[0]
         rules_text.append(_rule(n, op, groups[key]))
-        site_sets.append(f"SITES_{n} = {_sites(groups[key], ambiguous)}")
+        sites = sorted({_site(f, n, ranks) for f in groups[key]})
+        site_sets.append(f"SITES_{n} = [{', '.join(repr(k) for k in sites)}]")
     # SmPL does not allow braces in a script constraint: the sites are named here.
     callees = sorted({f.callee for f in fixes}) or ["alloc_workqueue"]
     file_rule = FILE_RULE.format(callees="\n|\n".join(f"{c}@p0(...)" for c in callees))
@@ -118,45 +128,49 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
 
 def _rule(n: int, op: tuple, fixes: list) -> str:
     kind = op[0]
-    where = f"expression A0;\nposition p : script:python(A0) {{ wqlint_at(p, A0, SITES_{n}) }};\n"
+    if kind in ("add-flag", "arg", "global"):
+        callee, i = op[1], op[2]
+        decl, before, names = _before(i)
+        # The arguments after the edited one are bound too: they tell calls apart.
+        decl += "expression E;\nexpression list after;\n"
+        where = _where(n, ["A0", *names[1:], "E", "after"])
+        call = f"{callee}@p({before}\n-E\n+{{new}}\n ,after)"
     if kind == "add-flag":
-        _, callee, i, flag, variant = op
-        decl, before = _before(i)
+        flag, variant = op[3], op[4]
         new = {"zero": flag, "paren": f"(E) | {flag}", "plain": f"E | {flag}"}[variant]
         return (f"// {len(fixes)} call(s) of {callee}() without an affinity flag: add {flag}\n"
-                f"@add_flag_{n}@\n{where}{decl}expression E;\n@@\n"
-                f" {callee}@p({before}\n-E\n+{new}\n ,...)\n")
+                f"@add_flag_{n}@\nexpression A0;\n{decl}{where}@@\n"
+                f" {call.format(new=new)}\n")
     if kind == "legacy":
         _, macro, callee, literal, flags, middle, fmt = op
         rest = "".join(f", {m}" for m in middle)
         new = f"{callee}(A0, {flags}{rest})" if literal else f"{callee}({fmt}, {flags}{rest}, A0)"
         # Safe wherever it matches: the macro's own definition, without __WQ_LEGACY. A name
         # used as the format only where it is a literal without '%' (those positions).
-        cond = where if literal else "expression A0;\n"
+        cond = _where(n, ["A0"]) if literal else ""
         return (f"// {macro}() -> {callee}(){' with the literal name as the format' if literal else ''}\n"
-                f"@legacy_{n}@\n{cond}@@\n"
+                f"@legacy_{n}@\nexpression A0;\n{cond}@@\n"
                 f"-{macro}{'@p' if literal else ''}(A0)\n+{new}\n")
     if kind == "ordered":
         _, fi, mi, flags = op
+        where = _where(n, ["A0", "F", '"1"', "es"])  # max_active 1, written at the call
         return (f"// unbound + max_active 1 -> alloc_ordered_workqueue()\n"
-                f"@ordered_{n}@\n{where}expression F;\nexpression list es;\n@@\n"
+                f"@ordered_{n}@\nexpression A0, F;\nexpression list es;\n"
+                f"{where}@@\n"
                 f"-alloc_workqueue@p(A0, F, 1, es)\n+alloc_ordered_workqueue(A0, {flags}, es)\n")
     if kind == "arg":
-        _, callee, i, new = op
-        decl, before = _before(i)
-        return (f"// max_active of {callee}() -> {new}\n"
-                f"@arg_{n}@\n{where}{decl}expression E;\n@@\n"
-                f" {callee}@p({before}\n-E\n+{new}\n ,...)\n")
+        return (f"// max_active of {callee}() -> {op[3]}\n"
+                f"@arg_{n}@\nexpression A0;\n{decl}{where}@@\n"
+                f" {call.format(new=op[3])}\n")
     if kind == "global":
         _, callee, i, target, setter, args, check = op
-        decl, before = _before(i)
-        call = f"{setter}({', '.join(args)});"
+        stmt = f"{setter}({', '.join(args)});"
+        head = f" {target} = {call.format(new='0')};\n"
         if check is not None:
-            tail = f" {target} = {callee}@p({before}\n-E\n+0\n ,...);\n if {check} S\n+{call}\n"
-            decls = f"{decl}expression E;\nstatement S;\n"
+            tail = f"{head} if {check} S\n+{stmt}\n"
+            decl += "statement S;\n"
         else:
-            tail = f" {target} = {callee}@p({before}\n-E\n+0\n ,...);\n+if ({target})\n+\t{call}\n"
-            decls = f"{decl}expression E;\n"
+            tail = f"{head}+if ({target})\n+\t{stmt}\n"
         return (f"// a CPU-count max_active -> {setter}()\n"
-                f"@global_{n}@\n{where}{decls}@@\n{tail}")
+                f"@global_{n}@\nexpression A0;\n{decl}{where}@@\n{tail}")
     raise ValueError(f"no semantic patch for {kind}")

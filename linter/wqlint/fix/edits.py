@@ -331,14 +331,49 @@ def apply_edits(data: bytes, edits: list) -> bytes:
     return data
 
 
+def _function_node(node):
+    """The outermost function definition node sits in, or None. Outermost: a macro loop
+    such as for_each_possible_cpu(cpu) f(cpu)->x = y; can read as a definition inside one."""
+    found = None
+    while node is not None:
+        if node.type == "function_definition":
+            found = node
+        node = node.parent
+    return found
+
+
 def enclosing_function(node) -> str:
     """The name of the function definition node sits in, or ''."""
-    while node is not None and node.type != "function_definition":
-        node = node.parent
+    node = _function_node(node)
     decl = node.child_by_field_name("declarator") if node is not None else None
     while decl is not None and decl.type not in ("identifier", "field_identifier"):
         decl = decl.child_by_field_name("declarator")
     return parser.text(decl) if decl is not None else ""
+
+
+def site_text(text: str) -> str:
+    """An argument's text as the semantic patch compares it: no comments, no white space."""
+    return re.sub(r"\s+", "", re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S))
+
+
+def count_alike(call: Call, callee: str, args: tuple) -> int:
+    """How many calls of callee in the function around call have these argument texts
+    (site_text), call included."""
+    scope = _function_node(call.node)
+    if scope is None:
+        scope = call.node
+        while scope.parent is not None:
+            scope = scope.parent
+    count, stack = 0, [scope]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.named_children)
+        if node.type != "call_expression" or parser.text(node.child_by_field_name("function")) != callee:
+            continue
+        got = [site_text(parser.text(a)) for a in node.child_by_field_name("arguments").named_children
+               if a.type != "comment"]
+        count += tuple(got) == args
+    return count
 
 
 # -- helpers ------------------------------------------------------------------------------

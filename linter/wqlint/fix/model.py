@@ -29,11 +29,15 @@ class Fix:
     edits: tuple  # of Edit, in one file (finding.path)
     why: str  # one paragraph: what the edit does and why it is right on this version
     ops: tuple = ()  # what the edit does to the call, for the semantic patch (fix.cocci_gen)
-    # Where the call is, as a semantic patch can tell: the enclosing function, the name
-    # called and the text of the first argument.
+    # Which call it is, as a semantic patch can tell: the enclosing function, the name called,
+    # the text of each argument without spaces or comments, what each edit of the call
+    # (this fix's and the others') wrote: ((op, ((index, text or None), ...)), ...), and
+    # whether another call of that function reads the same (then its line tells them apart).
     function: str = ""
     callee: str = ""
-    first_arg: str = ""
+    args: tuple = ()
+    steps: tuple = ()
+    twin: bool = False
 
 
 @dataclass

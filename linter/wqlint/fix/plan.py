@@ -99,7 +99,7 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
     calls: dict = {}
     for f, case, why in items:
         calls.setdefault((f.line, f.col), []).append((f, case, why))
-    edits, fixes = [], []
+    edits, fixes, sites = [], [], []
     for key in sorted(calls):
         group = calls[key]
         try:
@@ -107,7 +107,7 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
         except edit_kinds.NoEdit as exc:
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
-        made = []
+        made, steps = [], []
         original_args = list(call.args)
         order = list(edit_kinds.EDITS)
         for f, case, why in sorted(group, key=lambda item: order.index(item[1].edit)):
@@ -119,6 +119,10 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
                 result.not_fixed.append(NotFixed(f, str(exc), case.safety))
                 continue
             made.append((f, case, why, tuple(call.ops[len(saved["ops"]):])))
+            # What the edit wrote, per argument, as a later rule of a semantic patch sees it.
+            changes = tuple((i, None if call.args[i] is None else edit_kinds.site_text(call.args[i]))
+                            for i in sorted(call.changed - saved["changed"]))
+            steps.extend((op, changes) for op in made[-1][3])
         if not made:
             continue
         try:
@@ -127,13 +131,16 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _, _ in made)
             continue
         edits.extend(call_edits)
-        where = dict(function=edit_kinds.enclosing_function(call.node),
-                     callee=parser.text(call.node.child_by_field_name("function")),
-                     first_arg=original_args[0] if original_args else "")
+        callee = parser.text(call.node.child_by_field_name("function"))
+        args = tuple(edit_kinds.site_text(a) for a in original_args)
+        where = dict(function=edit_kinds.enclosing_function(call.node), callee=callee, args=args,
+                     steps=tuple(steps))
+        sites.append((where, edit_kinds.count_alike(call, callee, args)))
         fixes.extend(Fix(f, target, case.safety, tuple(call_edits), why, ops, **where)
                      for f, case, why, ops in made)
     if not edits:
         return None
+    _mark_twins(fixes, sites)
     edits.sort(key=lambda e: (e.start, e.end))
     for a, b in zip(edits, edits[1:]):
         if b.start < a.end:
@@ -143,6 +150,20 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
         result.not_fixed.extend(NotFixed(fx.finding, "the edited file would not parse", fx.safety) for fx in fixes)
         return None
     return FileChange(rel, data.decode("utf-8"), after.decode("utf-8"), fixes)
+
+
+def _mark_twins(fixes: list, sites: list) -> None:
+    """A semantic patch finds a call by function, callee and argument texts. Where another
+    call of the function reads the same but is not fixed, or is fixed differently, those
+    calls are twins: the semantic patch needs their lines as well."""
+    groups: dict = {}
+    for where, alike in sites:
+        key = (where["function"], where["callee"], where["args"])
+        calls, step_sets, most = groups.get(key, (0, set(), 0))
+        groups[key] = (calls + 1, step_sets | {where["steps"]}, max(most, alike))
+    for fx in fixes:
+        calls, step_sets, alike = groups[(fx.function, fx.callee, fx.args)]
+        fx.twin = alike > calls or len(step_sets) > 1
 
 
 def _errors(data: bytes) -> int:
