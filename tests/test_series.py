@@ -160,7 +160,7 @@ def make_changes(root: Path = TREE, target: str = "mainline") -> list:
         for old, new in spec["edits"]:
             assert after.count(old) == 1, (path, old)
             after = after.replace(old, new)
-        fixes = [Fix(finding, target, safety, (), why) for finding, safety, why in spec["fixes"]]
+        fixes = [Fix(finding, target, safety, why) for finding, safety, why in spec["fixes"]]
         changes.append(FileChange(path, before, after, fixes))
     return changes
 

@@ -4,10 +4,12 @@
 
 Each rule says what one kind of edit does (add a flag at argument k of f(), expand a
 create_*workqueue() macro, ...). Edits that are right wherever the pattern matches are
-general rules; the others are restricted to the positions wqlint resolved (file, line,
-column of the called name), because deciding them needed the resolution chain (flags in a
-variable, a CPU count through a field). Coccinelle lays out added code its own way, so a line
-wqlint breaks to stay within 80 columns can be laid out differently; the tokens are the same.
+general rules; the others are restricted to the calls wqlint resolved, named by file,
+enclosing function and the text of every argument (and the line, only where two calls of a
+function read the same), because deciding them needed the resolution chain (flags in a
+variable, a CPU count through a field). wqlint lays out its edits as Coccinelle does
+(fix.layout), so both write the same bytes; where that layout would not pass checkpatch,
+wqlint writes the call its own way and the semantic patch carries that text for the call.
 """
 from __future__ import annotations
 
@@ -105,16 +107,26 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     rules = sorted({f.finding.rule_id for f in fixes})
     out = [HEADER.format(subject=subject, target=target, version=kversion.show(version),
                          count=len(fixes), rules=", ".join(rules) or "none")]
+    rules_text, site_sets = [], []
+    # Calls whose Coccinelle layout would not pass checkpatch: their whole text, first.
+    raw: dict = {}
+    for fix in fixes:
+        if fix.raw:
+            raw.setdefault((fix.finding.path, fix.finding.line, fix.finding.col), fix)
+    for n, key in enumerate(sorted(raw), 1):
+        fix = raw[key]
+        rules_text.append(_raw_rule(n, fix))
+        site = (fix.finding.path, fix.function, ",".join(fix.args), fix.finding.line if fix.twin else 0)
+        site_sets.append(f"SITES_{n} = [{site!r}]\nRAW_{n} = {fix.raw!r}")
     groups: dict = {}
     for fix in fixes:
-        for op in fix.ops:
+        for op in fix.ops if not fix.raw else ():
             groups.setdefault(_key(op, fix), []).append(fix)
-    rules_text, site_sets = [], []
     # Position-restricted legacy rules (a literal name becomes the format) come before the
     # general ones, which would otherwise convert those calls first.
     ordered_keys = sorted(groups, key=lambda k: (not (k[0] == "legacy" and k[3]), repr(k)))
-    ranks = {key: n for n, key in enumerate(ordered_keys, 1)}
-    for n, key in enumerate(ordered_keys, 1):
+    ranks = {key: n for n, key in enumerate(ordered_keys, len(raw) + 1)}
+    for key, n in ranks.items():
         op = key if key[0] in ("add-flag", "legacy") else key[0]
         rules_text.append(_rule(n, op, groups[key]))
         sites = sorted({_site(f, n, ranks) for f in groups[key]})
@@ -124,6 +136,17 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     file_rule = FILE_RULE.format(callees="\n|\n".join(f"{c}@p0(...)" for c in callees))
     return ("\n".join(out) + "".join(line + "\n" for line in site_sets) + "\n\n" + file_rule + "\n"
             + "\n".join(rules_text))
+
+
+def _raw_rule(n: int, fix) -> str:
+    """The call at one site replaced by its text as wqlint lays it out (RAW_n)."""
+    f = fix.finding
+    return (f"// {f.path}:{f.line}: Coccinelle's layout of this call would not pass checkpatch\n"
+            f"@raw_{n}@\nexpression list es;\n{_where(n, ['es'])}@@\n{fix.callee}@p(es)\n\n"
+            f"@script:python raw_text_{n}@\np << raw_{n}.p;\nx;\n@@\n"
+            f"coccinelle.x = cocci.make_ident(RAW_{n})\n\n"
+            f"@raw_fix_{n}@\nposition raw_{n}.p;\nidentifier raw_text_{n}.x;\n@@\n"
+            f"-{fix.callee}@p(...)\n+x\n")
 
 
 def _rule(n: int, op: tuple, fixes: list) -> str:

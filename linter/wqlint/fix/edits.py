@@ -240,14 +240,18 @@ def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
     check = _null_check_after(stmt, target)
     call.ops.append(("global", call.name, i, target, setter[0], tuple(setter[1]),
                      parser.text(check.child_by_field_name("condition")) if check is not None else None))
+    statement = f"{setter[0]}({', '.join(setter[1])});"
     if check is not None:
         at = call.base + check.end_byte
-        call.inserts.append(Edit(at, at, "\n" + indent + layout.render_call(indent, *setter, ";")))
+        call.inserts.append(Edit(at, at, "\n" + _added_line(indent, statement)))
     else:
         at = call.base + stmt.end_byte
-        inner = indent + "\t"
-        call.inserts.append(Edit(at, at, f"\n{indent}if ({target})\n{inner}" +
-                                 layout.render_call(inner, *setter, ";")))
+        call.inserts.append(Edit(at, at, f"\n{indent}if ({target})\n" + _added_line(indent + "\t", statement)))
+
+
+def _added_line(indent: str, statement: str) -> str:
+    """A statement the fix adds on a line of its own, laid out as Coccinelle adds it."""
+    return layout.coccinelle(indent + statement, [(len(indent), len(indent) + len(statement), False)])
 
 
 # When several findings share a call, the edits are tried in this order: the ones that
@@ -260,68 +264,127 @@ EDITS = {
 
 # -- writing the call back -----------------------------------------------------------------
 
-def render(call: Call) -> list:
-    """The Edits that write the changed call back, plus its inserted statements."""
-    data = call.src.data
-    first_line = call.src.line_at(call.start)
-    last_line = call.src.line_at(call.end - 1)
-    line_start = call.src._starts[first_line - 1]
-    last_end = line_start + len(call.src.slice(first_line, last_line).rstrip(b"\n"))
-    old_lines = data[line_start:last_end].decode("utf-8").split("\n")
-    allowed = max(layout.FILL, *(layout.width(ln) for ln in old_lines))
+@dataclass
+class Rewrite:
+    """What writing a changed call back replaces: the statement's byte range [start, end),
+    the call's edited pieces in it (start, end, new text), the call itself (start, end,
+    name, argument texts) and statements added after it."""
+
+    start: int
+    end: int
+    pieces: list
+    call: tuple
+    inserts: list
+
+
+def rewrite(call: Call) -> Rewrite:
+    """An edited argument is written in place, on one line; a call whose name or arguments
+    change as a whole is written anew."""
+    start, end = _statement_span(call)
     original_name = parser.text(call.node.child_by_field_name("function"))
-    removed = any(a is None for a in call.args)
-    prefix = data[line_start:call.start].decode("utf-8")
-    suffix = data[call.end:last_end].decode("utf-8")
-    relaid = None
-    if "\n" not in prefix and "\n" not in suffix:
-        relaid = layout.render_call(prefix, call.name, [a for a in call.args if a is not None], suffix)
-    if call.name == original_name and not removed:
-        edits = [Edit(call.base + call.arg_nodes[i].start_byte, call.base + call.arg_nodes[i].end_byte,
-                      call.args[i]) for i in sorted(call.changed)]
-        # In place; then, for a call written on several lines, its operands broken after
-        # '|'; a call written on one line is laid out again (as Coccinelle lays it out).
-        candidates = [edits] if first_line == last_line else [edits, _filled(call, edits)]
-        for candidate in candidates:
-            text = apply_edits(data[line_start:last_end],
-                                [Edit(e.start - line_start, e.end - line_start, e.text) for e in candidate])
-            lines = text.decode("utf-8").split("\n")
-            if all(layout.width(ln) <= allowed for ln in lines) and not _misaligned(call, candidate, lines):
-                return candidate + call.inserts
-    if relaid is None:
-        raise NoEdit("the call shares its lines with other code wqlint cannot lay out again")
-    return [Edit(call.start, last_end, relaid)] + call.inserts
+    args = [a for a in call.args if a is not None]
+    if call.name == original_name and len(args) == len(call.args):
+        pieces = [(call.base + call.arg_nodes[i].start_byte, call.base + call.arg_nodes[i].end_byte,
+                   layout.normalize(call.args[i])) for i in sorted(call.changed)]
+    else:
+        pieces = [(call.start, call.end, f"{call.name}({', '.join(layout.normalize(a) for a in args)})")]
+    return Rewrite(start, end, pieces, (call.start, call.end, call.name, args), list(call.inserts))
 
 
-def _paren_column(call: Call) -> tuple:
-    """(line of the call's open parenthesis, the column just after it)."""
-    paren = call.base + call.node.child_by_field_name("arguments").start_byte
-    line = call.src.line_at(paren)
-    return line, layout.width(call.src.data[call.src._starts[line - 1]:paren].decode("utf-8")) + 1
+def render(data: bytes, rewrites: list) -> tuple:
+    """(Edits, {call start: text}) for a file's rewrites. The calls of one statement are laid
+    out together as Coccinelle lays them out. A call whose lines would then not pass
+    checkpatch is written by wqlint instead (its operands broken after '|' in place, or
+    the whole call laid out again within 80 columns) and its text is returned, for the
+    semantic patch to write as is."""
+    edits, merged, raw = [], [], {}
+    for rw in sorted(rewrites, key=lambda r: (r.start, r.end)):
+        edits.extend(rw.inserts)
+        if merged and rw.start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], rw.end)
+            merged[-1][2].append(rw)
+        else:
+            merged.append([rw.start, rw.end, [rw]])
+    for start, end, group in merged:
+        old = data[start:end].decode("utf-8")
+        written: dict = {}  # index in group -> the call's text, for the ones wqlint writes
+        for k, rw in enumerate(group):
+            if layout.checkpatch_clean(old, _laid_out(data, start, end, rw.pieces)):
+                continue
+            for text in (_filled(data, rw), _relaid(data, rw.call)):
+                if text is not None and layout.checkpatch_clean(
+                        old, _laid_out(data, start, end, [(rw.call[0], rw.call[1], text, True)])):
+                    written[k] = text
+                    break
+            else:
+                written[k] = _relaid(data, rw.call)
+        pieces = []
+        for k, rw in enumerate(group):
+            pieces += [(rw.call[0], rw.call[1], written[k], True)] if k in written else rw.pieces
+            if k in written:
+                raw[rw.call[0]] = written[k]
+        edits.append(Edit(start, end, _laid_out(data, start, end, pieces)))
+    return edits, raw
 
 
-def _misaligned(call: Call, edits: list, lines: list) -> bool:
-    """Would the edit touch the open parenthesis' line of a call whose next line is not
-    aligned with it (checkpatch then asks for the alignment on the changed line)?"""
-    paren_line, align = _paren_column(call)
-    first = call.src.line_at(call.start)
-    row = paren_line - first
-    if row + 1 >= len(lines) or not any(call.src.line_at(e.start) == paren_line for e in edits):
-        return False
-    nxt = lines[row + 1]
-    return layout.width(layout.line_indent(nxt)) != align
+def _laid_out(data: bytes, start: int, end: int, pieces: list) -> str:
+    """data[start:end] with pieces (start, end, text[, opaque]) replaced, laid out."""
+    text, added, at = [], [], start
+    for a, b, new, *opaque in sorted(pieces):
+        text.append(data[at:a].decode("utf-8"))
+        pos = sum(len(t) for t in text)
+        added.append((pos, pos + len(new), bool(opaque and opaque[0])))
+        text.append(new)
+        at = b
+    text.append(data[at:end].decode("utf-8"))
+    return layout.coccinelle("".join(text), added)
 
 
-def _filled(call: Call, edits: list) -> list:
-    """edits with their operands broken after '|' where they pass the limit."""
-    data = call.src.data
-    paren_line, align = _paren_column(call)
-    out = []
-    for e in edits:
-        start_line = call.src.line_at(e.start)
-        col = layout.width(data[call.src._starts[start_line - 1]:e.start].decode("utf-8"))
-        out.append(Edit(e.start, e.end, layout.fill_operands(e.text, col, col if start_line != paren_line else align)))
-    return out
+def _filled(data: bytes, rw: Rewrite):
+    """The call with its edited arguments broken after '|' where they pass 80 columns, the
+    rest as written; None where an edited argument does not start its line."""
+    start, end = rw.call[0], rw.call[1]
+    out, at = [], start
+    for a, b, new in sorted(rw.pieces):
+        if a < start or b > end or (a, b) == (start, end):
+            return None
+        line_start = data.rfind(b"\n", 0, a) + 1
+        before = data[line_start:a].decode("utf-8")
+        if before.strip():
+            return None
+        col = layout.width(before)
+        out += [data[at:a].decode("utf-8"), layout.fill_operands(new, col, col)]
+        at = b
+    return "".join(out) + data[at:end].decode("utf-8")
+
+
+def _relaid(data: bytes, call: tuple) -> str:
+    """The call laid out again: filled to 80 columns, continuation lines aligned with its
+    parenthesis, an argument split after a '|' where it must."""
+    start, end, name, args = call
+    line_start = data.rfind(b"\n", 0, start) + 1
+    line_end = data.find(b"\n", end)
+    suffix = data[end:line_end if line_end >= 0 else len(data)].decode("utf-8")
+    text = layout.render_call(data[line_start:start].decode("utf-8"), name, args, suffix)
+    return text[: len(text) - len(suffix)] if suffix else text
+
+
+def _statement_span(call: Call) -> tuple:
+    """Bytes from the start of the line of the statement (or condition) the call is in to
+    the statement's end."""
+    node = call.node
+    while node.parent is not None and node.type not in _STATEMENTS:
+        if node.parent.type in ("if_statement", "while_statement", "switch_statement", "do_statement") \
+                and node.type == "parenthesized_expression":
+            break
+        node = node.parent
+    src = call.src
+    start = src._starts[src.line_at(call.base + node.start_byte) - 1]
+    return start, max(call.base + node.end_byte, call.end)
+
+
+_STATEMENTS = ("expression_statement", "declaration", "return_statement", "for_statement",
+               "field_declaration", "preproc_def", "preproc_function_def")
 
 
 def apply_edits(data: bytes, edits: list) -> bytes:

@@ -26,7 +26,6 @@ class Fix:
     finding: Finding
     target: str
     safety: str  # safe | suggestion
-    edits: tuple  # of Edit, in one file (finding.path)
     why: str  # one paragraph: what the edit does and why it is right on this version
     ops: tuple = ()  # what the edit does to the call, for the semantic patch (fix.cocci_gen)
     # Which call it is, as a semantic patch can tell: the enclosing function, the name called,
@@ -38,6 +37,9 @@ class Fix:
     args: tuple = ()
     steps: tuple = ()
     twin: bool = False
+    # The call's whole new text, where Coccinelle's own layout of the edit would not pass
+    # checkpatch: the semantic patch then writes this text as is ("" otherwise).
+    raw: str = ""
 
 
 @dataclass

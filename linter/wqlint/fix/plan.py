@@ -99,7 +99,7 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
     calls: dict = {}
     for f, case, why in items:
         calls.setdefault((f.line, f.col), []).append((f, case, why))
-    edits, fixes, sites = [], [], []
+    rewrites, fixes, sites = [], [], []
     for key in sorted(calls):
         group = calls[key]
         try:
@@ -125,21 +125,19 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
             steps.extend((op, changes) for op in made[-1][3])
         if not made:
             continue
-        try:
-            call_edits = edit_kinds.render(call)
-        except edit_kinds.NoEdit as exc:
-            result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _, _ in made)
-            continue
-        edits.extend(call_edits)
+        rewrites.append(edit_kinds.rewrite(call))
         callee = parser.text(call.node.child_by_field_name("function"))
         args = tuple(edit_kinds.site_text(a) for a in original_args)
         where = dict(function=edit_kinds.enclosing_function(call.node), callee=callee, args=args,
                      steps=tuple(steps))
         sites.append((where, edit_kinds.count_alike(call, callee, args)))
-        fixes.extend(Fix(f, target, case.safety, tuple(call_edits), why, ops, **where)
-                     for f, case, why, ops in made)
-    if not edits:
+        fixes.extend((call.start, Fix(f, target, case.safety, why, ops, **where)) for f, case, why, ops in made)
+    if not rewrites:
         return None
+    edits, raw = edit_kinds.render(data, rewrites)
+    for call_start, fx in fixes:
+        fx.raw = raw.get(call_start, "")
+    fixes = [fx for _, fx in fixes]
     _mark_twins(fixes, sites)
     edits.sort(key=lambda e: (e.start, e.end))
     for a, b in zip(edits, edits[1:]):
