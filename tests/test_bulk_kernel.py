@@ -82,20 +82,24 @@ def test_series_passes_checkpatch_and_applies_like_fix(bulk_612, linux_6_12, tmp
         assert (repo / rel).read_bytes() == (other / rel).read_bytes(), rel
 
 
-def test_fix_cocci_makes_the_same_change(bulk_612, linux_6_12, tmp_path):
-    """spatch with fix.cocci writes the same bytes as `wqlint fix` in every touched file."""
-    out, _ = bulk_612
-    diff = run("fix", linux_6_12, "--target", "mainline", "--diff").stdout
+def _differ_from_spatch(tree: Path, out: Path, target: str, tmp_path: Path) -> tuple:
+    """(files `wqlint fix --diff` changes, those spatch with out/fix.cocci writes otherwise)."""
+    diff = run("fix", tree, "--target", target, "--diff").stdout
     files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)$", diff, re.M)))
-    by_spatch = _mini(linux_6_12, files, tmp_path / "spatch")
-    by_wqlint = _mini(linux_6_12, files, tmp_path / "wqlint")
+    by_spatch = _mini(tree, files, tmp_path / "spatch")
+    by_wqlint = _mini(tree, files, tmp_path / "wqlint")
     got = subprocess.run(["spatch", "--sp-file", str(out / "fix.cocci"), "--dir", ".", "--in-place",
                           "-j", str(os.cpu_count() or 2), "--very-quiet"], cwd=by_spatch,
                          capture_output=True, text=True)
     assert got.returncode == 0, got.stderr[-2000:]
     subprocess.run(["patch", "-p1", "-s"], input=diff, text=True, cwd=by_wqlint, check=True)
-    assert len(files) == 384
-    assert [rel for rel in files if (by_spatch / rel).read_bytes() != (by_wqlint / rel).read_bytes()] == []
+    return files, [rel for rel in files if (by_spatch / rel).read_bytes() != (by_wqlint / rel).read_bytes()]
+
+
+def test_fix_cocci_makes_the_same_change(bulk_612, linux_6_12, tmp_path):
+    """spatch with fix.cocci writes the same bytes as `wqlint fix` in every touched file."""
+    files, differ = _differ_from_spatch(linux_6_12, bulk_612[0], "mainline", tmp_path)
+    assert len(files) == 384 and differ == []
 
 
 def test_verify_compiles_a_slice(linux_6_12, tmp_path):
@@ -110,3 +114,44 @@ def test_verify_compiles_a_slice(linux_6_12, tmp_path):
     assert lines[2] == "verify: 0 finding(s) of the fixed rules left in the touched files"
     built = int(lines[1].split()[1])
     assert built >= 5
+
+
+@pytest.fixture(scope="module")
+def reference_tree(linux_6_12, tmp_path_factory):
+    """linux-source-6.12 with the kernel/ series applied: a hard-linked copy, patched."""
+    from conftest import REPO
+    tree = tmp_path_factory.mktemp("reference") / "linux"
+    subprocess.run(["cp", "-al", str(linux_6_12), str(tree)], check=True)
+    for patch in sorted((REPO / "kernel").glob("[0-9][0-9][0-9][0-9]-*.patch"))[1:]:
+        subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=tree, check=True)
+    return tree
+
+
+def test_reference_series_compiles_on_the_patched_tree(reference_tree, tmp_path):
+    """The global-limit fixes call the APIs kernel/ adds: the objects compile against it."""
+    from conftest import CACHE
+    out = tmp_path / "out"
+    paths = [reference_tree / p for p in ("block", "drivers/md/dm-crypt.c", "fs/erofs", "fs/f2fs")]
+    got = run("bulk", *paths, "--target", "reference", "--out", out, "--date", DATE, "--verify",
+              "--build-dir", CACHE / "verify-build-reference", "-j", str(os.cpu_count() or 2))
+    lines = [ln for ln in got.stderr.splitlines() if ln.startswith("verify:")]
+    assert got.exit_code == 0, "\n".join(lines) + got.stderr[-2000:]
+    assert lines[1].endswith(" 0 failed, 0 not built by this configuration")
+    assert lines[2] == "verify: 0 finding(s) of the fixed rules left in the touched files"
+    series = "".join(p.read_text() for p in sorted(out.glob("[0-9][0-9][0-9][0-9]-*.patch"))[1:])
+    setters = sorted(set(re.findall(r"^\+\s*(workqueue_set_global_max_active(?:_cpus)?)\((\S+?),", series, re.M)))
+    assert setters == [("workqueue_set_global_max_active_cpus", "blk_crypto_wq"),
+                       ("workqueue_set_global_max_active_cpus", "cc->crypt_queue"),
+                       ("workqueue_set_global_max_active_cpus", "sbi->post_read_wq"),
+                       ("workqueue_set_global_max_active_cpus", "z_erofs_workqueue")]
+    assert int(lines[1].split()[1]) >= 4
+
+
+def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
+    out = tmp_path / "out"
+    got = run("bulk", reference_tree, "--target", "reference", "--out", out, "--date", DATE)
+    assert got.exit_code == 0, got.stderr[-2000:]
+    assert got.stderr.splitlines()[-1] == ("wqlint: 488 finding(s) fixed in 389 file(s) "
+                                           "(target reference, v6.12.117); 30 not fixed")
+    files, differ = _differ_from_spatch(reference_tree, out, "reference", tmp_path)
+    assert len(files) == 389 and differ == []

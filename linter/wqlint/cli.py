@@ -402,9 +402,9 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versi
         try:
             scratch = verify_mod.scratch_copy(root, out / "verify" / "tree")
             outcome.applied = verify_mod.apply_series(scratch, patches[1:])
-            touched = sorted(c.path for c in result.changes)
+            touched = verify_mod.touched_files(patches[1:])
             verify_mod.build(scratch, Path(build_dir) if build_dir else out / "verify" / "build",
-                             touched, jobs, outcome)
+                             touched, jobs, outcome, original=root)
             again = _tree_report([str(scratch / t) for t in touched], cat, jobs, result.version, cpus,
                                  max_cpus)
             outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)

@@ -3,9 +3,11 @@ touched object in a configured build, and scan the copy again.
 
 The copy is made of hard links (`cp -al`), so it costs little; `patch` writes changed files
 anew, which leaves the originals untouched. Each touched file's object is enabled by the
-CONFIG_ option its directory's Makefile builds it under (`obj-$(CONFIG_X) += file.o`), set
-to y with the tree's scripts/config; an object the configuration still cannot build (its
-option depends on others that are off, or an architecture) is reported as not built.
+CONFIG_ options its Kbuild files build it under (`obj-$(CONFIG_X) += file.o`, a composite
+object's parts, and each directory above it: `obj-$(CONFIG_Y) += dir/`), set to y with the
+tree's scripts/config; an object the configuration still cannot build (an option that
+depends on others that are off, another architecture) is reported as not built, and so is
+one that fails to compile from the original file as well as from the patched one.
 """
 from __future__ import annotations
 
@@ -73,58 +75,198 @@ def apply_series(tree: Path, patches: list) -> int:
     return len(patches)
 
 
-def config_option(tree: Path, rel: str):
-    """The CONFIG_ option the Makefile beside rel builds its object under, or None/'y'."""
-    obj = Path(rel).with_suffix(".o").name
-    make = tree / Path(rel).parent / "Makefile"
-    if not make.is_file():
-        make = tree / Path(rel).parent / "Kbuild"
+def touched_files(patches: list) -> list:
+    """The files a series of patches changes (its +++ b/ lines), sorted."""
+    files = set()
+    for patch in patches:
+        files.update(re.findall(r"^\+\+\+ b/(\S+)$", Path(patch).read_text(errors="replace"), re.M))
+    return sorted(files)
+
+
+def _kbuild_text(directory: Path) -> str:
+    """The Kbuild (or Makefile) of directory with the files it includes, continuation lines
+    joined and $(VAR) references to variables it sets expanded."""
+    for name in ("Kbuild", "Makefile"):
+        if (directory / name).is_file():
+            break
+    else:
+        return ""
     try:
-        text = make.read_text(errors="replace").replace("\\\n", " ")
+        text = (directory / name).read_text(errors="replace")
     except OSError:
-        return None
-    for m in re.finditer(r"^\s*([\w-]+)-(\$\(CONFIG_(\w+)\)|y)\s*[+:]?=\s*(.*)$", text, re.M):
-        if re.search(r"(^|\s)" + re.escape(obj) + r"(\s|$)", m.group(4)):
-            if m.group(3):
-                return m.group(3)
-            # part of a composite object (foo-y += file.o): that object's option
-            if m.group(1) not in ("obj", "lib"):
-                return config_option(tree, str(Path(rel).parent / (m.group(1) + ".c"))) or "y"
-            return "y"
+        return ""
+    for inc in re.findall(r"^include \$\(src\)/(\S+)", text, re.M):
+        try:
+            text += "\n" + (directory / inc).read_text(errors="replace")
+        except OSError:
+            pass
+    text = text.replace("\\\n", " ")
+    values: dict = {}
+    for m in re.finditer(r"^\s*([A-Za-z_][\w-]*)\s*(?:[+:?]?=)\s*(.*)$", text, re.M):
+        values.setdefault(m.group(1), []).append(m.group(2))
+    for _ in range(3):  # variables made of variables
+        text = re.sub(r"\$\(([A-Za-z_][\w-]*)\)", lambda m: " ".join(values.get(m.group(1), [m.group(0)])), text)
+    return text
+
+
+_RULE = re.compile(r"^\s*([\w-]+?)-(\$\(CONFIG_(\w+)\)|y|m|objs)\s*[+:]?=\s*(.*)$", re.M)
+
+
+def _options_of(directory: Path, target: str, depth: int = 0):
+    """The CONFIG_ options the Kbuild file of directory builds target (a path relative to it:
+    file.o or sub/) under, [] when always, or None when no line builds it."""
+    text = _kbuild_text(directory)
+    composites = []
+    for m in _RULE.finditer(text):
+        if target not in m.group(4).split():
+            continue
+        own = [m.group(3)] if m.group(3) else []
+        if m.group(1) in ("obj", "lib", "core", "drivers", "libs"):
+            return own
+        composites.append((m.group(1), own))
+    for name, own in composites:  # part of a composite object: that object's options too
+        if depth < 3:
+            outer = _options_of(directory, name + ".o", depth + 1)
+            if outer is not None:
+                return own + outer
     return None
 
 
-def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verified) -> None:
+def config_options(tree: Path, rel: str):
+    """The CONFIG_ options an x86 build needs to compile rel's object: the ones of the Kbuild
+    line that builds it and of each directory above, as Kbuild descends into them. None
+    when no line builds it here (another architecture, tools, a file included elsewhere)."""
+    parts = Path(rel).with_suffix(".o").parts
+    if parts[0] in ("tools", "scripts", "samples", "Documentation", "usr") or \
+            (parts[0] == "arch" and parts[1:2] != ("x86",)):
+        return None
+    # the object: in its own directory's Kbuild file, or an ancestor's (sub/file.o)
+    for up in range(1, min(4, len(parts))):
+        directory = tree.joinpath(*parts[:-up])
+        options = _options_of(directory, "/".join(parts[-up:]))
+        if options is not None:
+            break
+    else:
+        return None
+    # the directories above it, each built from its parent's Kbuild file (obj-y += dir/)
+    where = list(parts[:-up])
+    while where and where != ["arch", "x86"]:
+        for k in range(1, min(4, len(where) + 1)):  # obj-y += dir/ or dir/sub/
+            above = _options_of(tree.joinpath(*where[:-k]), "/".join(where[-k:]) + "/")
+            if above is not None:
+                break
+        else:
+            return None
+        options = above + options
+        del where[-k:]
+    return sorted(set(options))
+
+
+class Kconfig:
+    """What the tree's Kconfig files say of each option: the options its `depends on` lines
+    name (not negated), whether it has a prompt, and which options select it."""
+
+    def __init__(self, tree: Path):
+        self.depends: dict = {}
+        self.prompt: set = set()
+        self.selected_by: dict = {}
+        for path in tree.rglob("Kconfig*"):
+            rel = path.relative_to(tree).parts
+            if rel[0] == "arch" and rel[1:2] not in (("x86",), ("Kconfig",)):
+                continue
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            for m in re.finditer(r"^(?:menu)?config\s+(\w+)[ \t]*\n((?:(?:[ \t]+.*)?\n)*)", text, re.M):
+                name, body = m.group(1), m.group(2)
+                for dep in re.findall(r"^\s+depends on\s+(.*)$", body, re.M):
+                    dep = re.sub(r"!\s*\(?\s*\w+", " ", dep)
+                    self.depends.setdefault(name, set()).update(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", dep))
+                if re.search(r'^\s+(?:bool|tristate|prompt)\s+"', body, re.M):
+                    self.prompt.add(name)
+                for sel in re.findall(r"^\s+select\s+(\w+)", body, re.M):
+                    self.selected_by.setdefault(sel, []).append(name)
+
+    def enablers(self, option: str) -> set:
+        """Options to enable so that option can be: its dependencies, or for an option without
+        a prompt, one that selects it."""
+        if option in self.prompt:
+            return set(self.depends.get(option, ()))
+        for other in sorted(self.selected_by.get(option, ())):
+            if other in self.prompt:
+                return {other}
+        return set()
+
+
+def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verified,
+          original: Path = None) -> None:
+    """Compile the objects of touched files in build_dir; an object that fails is compiled
+    again from original's copy of its file: if that fails too, the series is not the cause
+    and the object counts as not built here."""
     build_dir.mkdir(parents=True, exist_ok=True)
     make = ["make", "-C", str(tree), f"O={build_dir}", "-s"]
     if not (build_dir / ".config").is_file():
         got = _run(make + ["defconfig"], what="make defconfig")
         if got.returncode != 0:
             raise VerifyError(f"make defconfig failed: {got.stderr.strip().splitlines()[-1:]}")
-    options = sorted({o for rel in touched for o in [config_option(tree, rel)] if o and o != "y"})
-    if options:
-        cmd = [str(tree / "scripts" / "config"), "--file", str(build_dir / ".config")]
-        for o in options:
+    needs = {rel: config_options(tree, rel) for rel in touched if rel.endswith(".c")}
+    # COMPILE_TEST lets drivers of other platforms build on x86, as build bots do; a
+    # warning must not stop the build that checks the series (WERROR follows COMPILE_TEST).
+    wanted = ["COMPILE_TEST"] + sorted({o for opts in needs.values() if opts for o in opts})
+    kconfig = None
+    for _ in range(3):  # then what the options still off depend on, or are selected by
+        cmd = [str(tree / "scripts" / "config"), "--file", str(build_dir / ".config"), "--disable", "WERROR"]
+        for o in wanted:
             cmd += ["--enable", o]
         _run(cmd, what="scripts/config")
-    got = _run(make + ["olddefconfig"], what="make olddefconfig")
-    if got.returncode != 0:
-        raise VerifyError("make olddefconfig failed")
-    config = (build_dir / ".config").read_text(errors="replace")
+        got = _run(make + ["olddefconfig"], what="make olddefconfig")
+        if got.returncode != 0:
+            raise VerifyError("make olddefconfig failed")
+        config = (build_dir / ".config").read_text(errors="replace")
+        off = [o for o in wanted if f"CONFIG_{o}=y" not in config]
+        kconfig = kconfig or Kconfig(tree)
+        more = sorted({d for o in off for d in kconfig.enablers(o)} - set(wanted))
+        if not more:
+            break
+        wanted += more
     objects = []
-    for rel in touched:
-        if not rel.endswith(".c"):
-            continue
+    for rel, opts in needs.items():
         obj = rel[:-2] + ".o"
-        opt = config_option(tree, rel)
-        if opt is None:
-            result.not_built.append((obj, "no Makefile line builds it"))
-        elif opt != "y" and f"CONFIG_{opt}=y" not in config:
-            result.not_built.append((obj, f"CONFIG_{opt} cannot be enabled in this configuration"))
+        off = [o for o in opts or [] if f"CONFIG_{o}=y" not in config]
+        if opts is None:
+            result.not_built.append((obj, "not built for x86 from its Kbuild files"))
+        elif off:
+            result.not_built.append((obj, f"CONFIG_{off[0]} cannot be enabled in this configuration"))
         else:
             objects.append(obj)
+    failed = _compile(make, build_dir, objects, jobs)
+    for obj in objects:
+        if obj not in failed:
+            result.built.append(obj)
+    if failed and original is not None:
+        rels = [obj[:-2] + ".c" for obj in failed]
+        patched = {rel: (tree / rel).read_bytes() for rel in rels}
+        try:
+            for rel in rels:
+                (tree / rel).unlink()
+                shutil.copy2(original / rel, tree / rel)
+            before = _compile(make, build_dir, list(failed), jobs)
+        finally:
+            for rel, data in patched.items():
+                (tree / rel).unlink()
+                (tree / rel).write_bytes(data)
+        for obj in list(failed):
+            if obj in before:
+                result.not_built.append((obj, "does not compile here without the series either"))
+                del failed[obj]
+    result.failed.extend(failed.items())
+
+
+def _compile(make: list, build_dir: Path, objects: list, jobs: int) -> dict:
+    """{object: first error line} of those that did not compile."""
     if not objects:
-        return
+        return {}
     for obj in objects:  # a stale object from an earlier run must not count as built
         try:
             os.unlink(build_dir / obj)
@@ -132,13 +274,9 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
             pass
     got = _run(make + [f"-j{jobs}", "-k", *objects], what="make")
     errors = [ln for ln in got.stderr.splitlines() if "error:" in ln]
-    for obj in objects:
-        if (build_dir / obj).is_file():
-            result.built.append(obj)
-        else:
-            why = next((ln for ln in errors if obj[:-2] + ".c:" in ln),
-                       errors[0] if errors else "no object produced")
-            result.failed.append((obj, why.strip()))
+    return {obj: next((ln for ln in errors if obj[:-2] + ".c:" in ln),
+                      errors[0] if errors else "no object produced").strip()
+            for obj in objects if not (build_dir / obj).is_file()}
 
 
 def left_over(findings: list, fixes: list, not_fixed: list) -> list:
