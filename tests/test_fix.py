@@ -81,12 +81,12 @@ def test_mainline_cpu_count_is_explained_not_edited(tmp_path):
     got = run("fix", root, "--target", "mainline", "--rule", "unbound-max-active-cpu-count", "--diff")
     assert got.stdout == ""
     lines = got.stderr.splitlines()
-    assert lines[0].startswith("not fixed [unbound-max-active-cpu-count] (5): On v6.12 max_active of an "
+    assert lines[0].startswith("not fixed [unbound-max-active-cpu-count] (6): On v6.12 max_active of an "
                                "unbound queue is already a system-wide limit (5797b1c18919)")
     assert lines[1:] == ["  drivers/fixme/cpus.c:10:38", "  drivers/fixme/cpus.c:13:12",
                          "  drivers/fixme/cpus.c:18:13", "  drivers/fixme/cpus.c:24:11",
-                         "  drivers/fixme/cpus.c:34:12",
-                         "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12); 5 not fixed"]
+                         "  drivers/fixme/cpus.c:34:12", "  drivers/fixme/cpus.c:48:13",
+                         "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12); 6 not fixed"]
 
 
 def test_suggestions_are_not_made_by_default(tmp_path):
@@ -103,7 +103,7 @@ def test_version_decides_the_reference_fix(tmp_path):
     got = run("fix", root, "--target", "reference", "--kernel-version", "6.1",
               "--rule", "unbound-max-active-cpu-count", "--diff")
     assert got.stdout == ""
-    assert ("not fixed [unbound-max-active-cpu-count] (5): suggestion, made only with --suggestions: "
+    assert ("not fixed [unbound-max-active-cpu-count] (6): suggestion, made only with --suggestions: "
             "On v6.1 max_active of an unbound queue is not system-wide") in got.stderr
     made = run("fix", root, "--target", "reference", "--kernel-version", "6.1",
                "--rule", "unbound-max-active-cpu-count", "--diff", "--suggestions")
@@ -112,7 +112,8 @@ def test_version_decides_the_reference_fix(tmp_path):
         "workqueue_set_global_max_active_cpus(read_wq, 1, 1);",
         "workqueue_set_global_max_active_cpus(write_wq, 2, 1);",
         "workqueue_set_global_max_active(cap_wq, min(num_online_cpus() + 2, 8));",
-        "workqueue_set_global_max_active_cpus(bare_wq, 1, 2);"]
+        "workqueue_set_global_max_active_cpus(bare_wq, 1, 2);",
+        "workqueue_set_global_max_active_cpus(dev->wq, 1, 1);"]
 
 
 def test_diff_applies_with_git_apply_like_apply(tmp_path):

@@ -187,13 +187,17 @@ def _rule(n: int, op: tuple, fixes: list) -> str:
                 f" {call.format(new=op[3])}\n")
     if kind == "global":
         _, callee, i, target, setter, args, check = op
+        # The queue as T and the limit as E: a field written out in the pattern would be
+        # expanded by isomorphisms, which a position constraint on several variables refuses.
+        args = ("T", *args[1:]) if setter.endswith("_cpus") else ("T", "E")
         stmt = f"{setter}({', '.join(args)});"
-        head = f" {target} = {call.format(new='0')};\n"
+        head = f" T = {call.format(new='0')};\n"
+        decl += "expression T;\n"
         if check is not None:
-            tail = f"{head} if {check} S\n+{stmt}\n"
-            decl += "statement S;\n"
+            tail = f"{head} if (C) S\n+{stmt}\n"
+            decl += "expression C;\nstatement S;\n"
         else:
-            tail = f"{head}+if ({target})\n+\t{stmt}\n"
+            tail = f"{head}+if (T)\n+\t{stmt}\n"
         return (f"// a CPU-count max_active -> {setter}()\n"
                 f"@global_{n}@\nexpression A0;\n{decl}{where}@@\n{tail}")
     raise ValueError(f"no semantic patch for {kind}")

@@ -240,13 +240,24 @@ def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
     check = _null_check_after(stmt, target)
     call.ops.append(("global", call.name, i, target, setter[0], tuple(setter[1]),
                      parser.text(check.child_by_field_name("condition")) if check is not None else None))
-    statement = f"{setter[0]}({', '.join(setter[1])});"
+    statement = f"{setter[0]}({', '.join(layout.normalize(a) for a in setter[1])});"
     if check is not None:
         at = call.base + check.end_byte
         call.inserts.append(Edit(at, at, "\n" + _added_line(indent, statement)))
     else:
         at = call.base + stmt.end_byte
-        call.inserts.append(Edit(at, at, f"\n{indent}if ({target})\n" + _added_line(indent + "\t", statement)))
+        added = f"\n{indent}if ({target})\n" + _added_line(indent + "\t", statement)
+        if stmt.parent is not None and stmt.parent.type in _BODY_OF:
+            # The body of an if, else or loop without braces becomes a block, as Coccinelle
+            # writes it: "else {" ... "}" at the indentation of the line before.
+            before = call.base + stmt.prev_sibling.end_byte
+            outer = layout.line_indent(call.src.line_text(call.src.line_at(before - 1)))
+            call.inserts.append(Edit(before, before, " {"))
+            added += f"\n{outer}}}"
+        call.inserts.append(Edit(at, at, added))
+
+
+_BODY_OF = ("if_statement", "else_clause", "while_statement", "for_statement", "do_statement")
 
 
 def _added_line(indent: str, statement: str) -> str:
