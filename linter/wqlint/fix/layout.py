@@ -4,7 +4,8 @@ line; a line that passes 78 columns broken after the last comma before it, the n
 aligned with the open parenthesis (or indented like the line above it); the line after an
 added one indented to the parenthesis when it was indented less. Only commas of the
 outermost parentheses of a statement break a line (coccinelle parsing_c/unparse_c.ml,
-add_newlines)."""
+add_newlines). Where that layout would not pass checkpatch (checkpatch_clean), wqlint
+lays the call out its own way (fill_operands, render_call), within 80 columns."""
 from __future__ import annotations
 
 import re
