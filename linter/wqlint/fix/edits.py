@@ -320,7 +320,9 @@ def render(data: bytes, rewrites: list) -> tuple:
         old = data[start:end].decode("utf-8")
         written: dict = {}  # index in group -> the call's text, for the ones wqlint writes
         for k, rw in enumerate(group):
-            if layout.checkpatch_clean(old, _laid_out(data, start, end, rw.pieces)):
+            # A call with statements added after it keeps Coccinelle's layout: its semantic
+            # patch rule writes those statements too, which a call written as text would lose.
+            if rw.inserts or layout.checkpatch_clean(old, _laid_out(data, start, end, rw.pieces)):
                 continue
             for text in (_filled(data, rw), _relaid(data, rw.call)):
                 if text is not None and layout.checkpatch_clean(
