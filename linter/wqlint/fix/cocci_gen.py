@@ -77,10 +77,10 @@ def _key(op: tuple, fix) -> tuple:
 
 def _site(fix, rank: int, ranks: dict) -> tuple:
     """(file, function, argument texts, line or 0) of fix's call as rule `rank` sees it: with
-    what the rules before it wrote into the call (see wqlint_at())."""
+    what the rules ranked before it wrote into the call (see wqlint_at())."""
     args = dict(enumerate(fix.args))
     for op, changes in fix.steps:
-        if ranks[_key(op, fix)] < rank:
+        if ranks.get(_key(op, fix), rank) < rank:
             args.update(changes)
     text = ",".join(a for _, a in sorted(args.items()) if a is not None)
     return (fix.finding.path, fix.function, text, fix.finding.line if fix.twin else 0)
@@ -116,8 +116,7 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     for n, key in enumerate(sorted(raw), 1):
         fix = raw[key]
         rules_text.append(_raw_rule(n, fix))
-        site = (fix.finding.path, fix.function, ",".join(fix.args), fix.finding.line if fix.twin else 0)
-        site_sets.append(f"SITES_{n} = [{site!r}]\nRAW_{n} = {fix.raw!r}")
+        site_sets.append(f"SITES_{n} = [{_site(fix, n, {})!r}]\nRAW_{n} = {fix.raw!r}")
     groups: dict = {}
     for fix in fixes:
         for op in fix.ops if not fix.raw else ():

@@ -2,8 +2,9 @@
 
 A call is read back from the file at the finding's location (the name's line and column) and
 modelled as a name and its argument texts. The edit kinds change the model; the call is then
-written back: argument by argument where the layout survives, else laid out again in kernel
-style (fix.layout). An edit that cannot be made safely raises NoEdit with the reason, which is
+written back: edited arguments in place, or a call whose name changes written anew, then the
+statement laid out as Coccinelle lays it out (fix.layout), or wqlint's own way where that
+would not pass checkpatch (render). An edit that cannot be made safely raises NoEdit with the reason, which is
 shown to the user instead of a diff.
 """
 from __future__ import annotations
@@ -278,8 +279,8 @@ EDITS = {
 @dataclass
 class Rewrite:
     """What writing a changed call back replaces: the statement's byte range [start, end),
-    the call's edited pieces in it (start, end, new text), the call itself (start, end,
-    name, argument texts) and statements added after it."""
+    the call's edited pieces in it (start, end, new text, opaque: see layout.coccinelle),
+    the call itself (start, end, name, argument texts) and statements added after it."""
 
     start: int
     end: int
@@ -296,9 +297,9 @@ def rewrite(call: Call) -> Rewrite:
     args = [a for a in call.args if a is not None]
     if call.name == original_name and len(args) == len(call.args):
         pieces = [(call.base + call.arg_nodes[i].start_byte, call.base + call.arg_nodes[i].end_byte,
-                   layout.normalize(call.args[i])) for i in sorted(call.changed)]
+                   layout.normalize(call.args[i]), False) for i in sorted(call.changed)]
     else:
-        pieces = [(call.start, call.end, f"{call.name}({', '.join(layout.normalize(a) for a in args)})")]
+        pieces = [(call.start, call.end, f"{call.name}({', '.join(layout.normalize(a) for a in args)})", False)]
     return Rewrite(start, end, pieces, (call.start, call.end, call.name, args), list(call.inserts))
 
 
@@ -318,35 +319,29 @@ def render(data: bytes, rewrites: list) -> tuple:
             merged.append([rw.start, rw.end, [rw]])
     for start, end, group in merged:
         old = data[start:end].decode("utf-8")
-        written: dict = {}  # index in group -> the call's text, for the ones wqlint writes
-        for k, rw in enumerate(group):
+        pieces = []
+        for rw in group:
             # A call with statements added after it keeps Coccinelle's layout: its semantic
             # patch rule writes those statements too, which a call written as text would lose.
             if rw.inserts or layout.checkpatch_clean(old, _laid_out(data, start, end, rw.pieces)):
+                pieces += rw.pieces
                 continue
-            for text in (_filled(data, rw), _relaid(data, rw.call)):
-                if text is not None and layout.checkpatch_clean(
-                        old, _laid_out(data, start, end, [(rw.call[0], rw.call[1], text, True)])):
-                    written[k] = text
-                    break
-            else:
-                written[k] = _relaid(data, rw.call)
-        pieces = []
-        for k, rw in enumerate(group):
-            pieces += [(rw.call[0], rw.call[1], written[k], True)] if k in written else rw.pieces
-            if k in written:
-                raw[rw.call[0]] = written[k]
+            texts = [t for t in (_filled(data, rw), _relaid(data, rw.call)) if t is not None]
+            text = next((t for t in texts if layout.checkpatch_clean(
+                old, _laid_out(data, start, end, [(rw.call[0], rw.call[1], t, True)]))), texts[-1])
+            pieces.append((rw.call[0], rw.call[1], text, True))
+            raw[rw.call[0]] = text
         edits.append(Edit(start, end, _laid_out(data, start, end, pieces)))
     return edits, raw
 
 
 def _laid_out(data: bytes, start: int, end: int, pieces: list) -> str:
-    """data[start:end] with pieces (start, end, text[, opaque]) replaced, laid out."""
+    """data[start:end] with pieces (start, end, text, opaque) replaced, laid out."""
     text, added, at = [], [], start
-    for a, b, new, *opaque in sorted(pieces):
+    for a, b, new, opaque in sorted(pieces):
         text.append(data[at:a].decode("utf-8"))
         pos = sum(len(t) for t in text)
-        added.append((pos, pos + len(new), bool(opaque and opaque[0])))
+        added.append((pos, pos + len(new), opaque))
         text.append(new)
         at = b
     text.append(data[at:end].decode("utf-8"))
@@ -358,7 +353,7 @@ def _filled(data: bytes, rw: Rewrite):
     rest as written; None where an edited argument does not start its line."""
     start, end = rw.call[0], rw.call[1]
     out, at = [], start
-    for a, b, new in sorted(rw.pieces):
+    for a, b, new, _ in sorted(rw.pieces):
         if a < start or b > end or (a, b) == (start, end):
             return None
         line_start = data.rfind(b"\n", 0, a) + 1

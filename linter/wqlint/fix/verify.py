@@ -11,6 +11,7 @@ one that fails to compile from the original file as well as from the patched one
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -83,9 +84,11 @@ def touched_files(patches: list) -> list:
     return sorted(files)
 
 
+@functools.lru_cache(maxsize=4096)
 def _kbuild_text(directory: Path) -> str:
     """The Kbuild (or Makefile) of directory with the files it includes, continuation lines
-    joined and $(VAR) references to variables it sets expanded."""
+    joined and $(VAR) references to variables it sets expanded (read once per directory:
+    every touched file below it asks)."""
     for name in ("Kbuild", "Makefile"):
         if (directory / name).is_file():
             break
@@ -225,6 +228,8 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
             raise VerifyError("make olddefconfig failed")
         config = (build_dir / ".config").read_text(errors="replace")
         off = [o for o in wanted if f"CONFIG_{o}=y" not in config]
+        if not off:
+            break
         kconfig = kconfig or Kconfig(tree)
         more = sorted({d for o in off for d in kconfig.enablers(o)} - set(wanted))
         if not more:
