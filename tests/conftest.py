@@ -1,9 +1,10 @@
 """Shared test fixtures.
 
-Tests marked ``kernel`` need a real kernel tree: Debian's linux-source-6.12 (and -6.1),
-unpacked once into $WQLINT_CACHE (default ~/.cache/wqlint) and reused. The project's set-up
-(scripts/setup) installs the packages; a quick local run skips these tests with
-``-m 'not kernel'``; CI runs them all.
+Tests marked ``kernel`` need a real kernel tree: Debian's linux-source-6.12, -6.1 and -7.3,
+unpacked once into $WQLINT_CACHE (default ~/.cache/wqlint) and reused. scripts/kernel-source
+finds each package's tarball (installing nothing: 6.12 and 6.1 come from scripts/setup, 7.3 is
+fetched from trixie-backports through a private apt configuration in the cache); a quick
+local run skips these tests with ``-m 'not kernel'``; CI runs them all.
 """
 from __future__ import annotations
 
@@ -24,9 +25,11 @@ def unpacked_kernel(series: str) -> Path:
     tree = CACHE / "trees" / f"linux-source-{series}"
     if (tree / "Makefile").is_file() and (tree / ".wqlint-unpacked").is_file():
         return tree
-    tarball = Path(f"/usr/src/linux-source-{series}.tar.xz")
-    if not tarball.is_file():
-        pytest.skip(f"{tarball} missing: install Debian's linux-source-{series} (scripts/setup does)")
+    found = subprocess.run([str(REPO / "scripts" / "kernel-source"), series],
+                           capture_output=True, text=True)
+    tarball = Path(found.stdout.strip())
+    if found.returncode or not tarball.is_file():
+        pytest.fail(f"linux-source-{series}: {found.stderr.strip() or 'no tarball'}")
     tree.parent.mkdir(parents=True, exist_ok=True)
     tmp = tree.parent / f".unpack-{series}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -47,3 +50,8 @@ def linux_6_12() -> Path:
 @pytest.fixture(scope="session")
 def linux_6_1() -> Path:
     return unpacked_kernel("6.1")
+
+
+@pytest.fixture(scope="session")
+def linux_7_3() -> Path:
+    return unpacked_kernel("7.3")
