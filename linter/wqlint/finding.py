@@ -36,10 +36,11 @@ class Finding:
     max_active_arg: int = -1
     hints: frozenset = frozenset()
 
-    def fingerprint(self) -> str:
-        """Stable across runs and line shifts: rule, path, the call text and the origin text."""
+    def fingerprint(self, path: str = "") -> str:
+        """Stable across runs and line shifts: rule, path (or the path given: where a renamed
+        file is now), the call text and the origin text."""
         import hashlib  # (loads OpenSSL: not for every `wqlint check` process)
-        parts = [self.rule_id, self.path]
+        parts = [self.rule_id, path or self.path]
         parts.extend(" ".join(step.text.split()) for step in (self.chain[:1] + self.chain[-1:]))
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 

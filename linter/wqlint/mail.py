@@ -56,6 +56,7 @@ class FileDiff:
     hunks: tuple
     header: tuple = ()  # the 'diff --git' line and the extended header lines, as quoted in replies
     binary: bool = False
+    copy: bool = False  # new_path is a copy of old_path, which stays
 
     @property
     def path(self) -> str:
@@ -256,7 +257,7 @@ def _parse_git_file(lines, i, what, files) -> int:
         raise MailError(f"{what}: cannot read {head!r}")
     old_path = _check_path(m.group(1), what)
     new_path = _check_path(m.group(2), what)
-    created = deleted = binary = False
+    created = deleted = binary = copy = False
     i += 1
     while i < len(lines):
         line = lines[i]
@@ -271,8 +272,7 @@ def _parse_git_file(lines, i, what, files) -> int:
             old_path = _check_path(line.split(" ", 2)[2], what, strip=False)
         elif line.startswith(("rename to ", "copy to ")):
             new_path = _check_path(line.split(" ", 2)[2], what, strip=False)
-            if line.startswith("copy"):
-                raise MailError(f"{what}: {new_path}: copies are not supported")
+            copy = line.startswith("copy")
         elif line.startswith("index "):
             if re.search(r" (120000|160000)$", line):
                 raise MailError(f"{what}: refusing {new_path}: the patch makes it "
@@ -285,17 +285,18 @@ def _parse_git_file(lines, i, what, files) -> int:
             if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
                 raise MailError(f"{what}: {new_path}: '---' line without '+++' line")
             return _parse_plain_file(lines, i, what, files, tuple(header),
-                                     None if created else old_path, None if deleted else new_path)
+                                     None if created else old_path, None if deleted else new_path, copy)
         else:
             break
         header.append(line)
         i += 1
     files.append(FileDiff(None if created else old_path, None if deleted else new_path, (),
-                          tuple(header), binary))
+                          tuple(header), binary, copy))
     return i
 
 
-def _parse_plain_file(lines, i, what, files, header, old_default=None, new_default=None) -> int:
+def _parse_plain_file(lines, i, what, files, header, old_default=None, new_default=None,
+                      copy=False) -> int:
     old_raw, new_raw = lines[i][4:], lines[i + 1][4:]
     old_path = None if old_raw.split("\t")[0] == "/dev/null" else _check_path(old_raw, what)
     new_path = None if new_raw.split("\t")[0] == "/dev/null" else _check_path(new_raw, what)
@@ -311,7 +312,7 @@ def _parse_plain_file(lines, i, what, files, header, old_default=None, new_defau
         i = _parse_hunk(lines, i, what, name, len(hunks) + 1, hunks)
     if not hunks:
         raise MailError(f"{what}: {name}: no hunk after the '+++' line")
-    files.append(FileDiff(old_path, new_path, tuple(hunks), tuple(header)))
+    files.append(FileDiff(old_path, new_path, tuple(hunks), tuple(header), copy=copy))
     return i
 
 

@@ -132,6 +132,7 @@ class _Tree:
         self.tree = tree
         self.reader = reader  # path, patch -> bytes or None; default: the tree's file
         self.files: dict = {}  # path -> _File
+        self.renames: dict = {}  # path before the series -> path after it
 
     def get(self, path: str, patch) -> _File:
         got = self.files.get(path)
@@ -169,6 +170,14 @@ class _Tree:
                 state = self.get(fdiff.old_path, patch)
                 if not state.exists:
                     raise ReviewError(f"{patch.name}: {fdiff.old_path}: no such file in the tree")
+                if fdiff.copy:  # the copy starts as the source's lines; the source stays
+                    target = self.get(fdiff.new_path, patch)
+                    if target.exists and not target.sparse:
+                        raise ReviewError(f"{patch.name}: {fdiff.new_path}: the copy's target exists")
+                    state = _File([_Line(ln.text, ln.base, ln.origin) for ln in state.lines], True,
+                                  state.eol, state.sparse, state.next_base, dict(state.base_text),
+                                  base_exists=False)
+                    self.files[fdiff.new_path] = state
             state.touched = True
             delta = 0
             for hi, hunk in enumerate(fdiff.hunks):
@@ -178,7 +187,7 @@ class _Tree:
                     raise ReviewError(f"{patch.name}: {fdiff.old_path}: deleted, but lines remain "
                                       f"after its hunks")
                 state.lines, state.exists = [], False
-            elif fdiff.old_path is not None and fdiff.old_path != fdiff.new_path:  # renamed
+            elif fdiff.old_path is not None and fdiff.old_path != fdiff.new_path and not fdiff.copy:
                 target = self.get(fdiff.new_path, patch)
                 if target.exists and not target.sparse:
                     raise ReviewError(f"{patch.name}: {fdiff.new_path}: the rename's target exists")
@@ -187,6 +196,11 @@ class _Tree:
                                                    state.next_base, state.base_text,
                                                    base_exists=False, touched=True)
                 state.lines, state.exists = [], False
+                earlier = [old for old, new in self.renames.items() if new == fdiff.old_path]
+                for old in earlier:  # renamed again
+                    self.renames[old] = fdiff.new_path
+                if not earlier:
+                    self.renames[fdiff.old_path] = fdiff.new_path
 
     def _apply_hunk(self, patch, fi, fdiff, hi, hunk, state: _File, delta: int) -> int:
         old = [text for op, text in hunk.lines if op != "+"]
@@ -355,7 +369,7 @@ def git_series(tree: str, revs: str) -> tuple:
 
     def git(*args) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", tree, *args], capture_output=True)
-    proc = git("format-patch", "--stdout", "--no-renames", "--no-binary", rng)
+    proc = git("format-patch", "--stdout", "-M", "--no-binary", rng)
     if proc.returncode != 0:
         raise ReviewError(f"--git {revs}: " + proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
                           if proc.stderr.strip() else f"--git {revs}: git format-patch failed")
@@ -384,6 +398,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     after_files, added = state.after()
     result = Review(patches=list(patches), tree=str(treepath) if treepath else None)
 
+    prefix = ""
     if treepath is not None:
         root = find_root([treepath])
         prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
@@ -395,13 +410,13 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         changed = sorted(overlay)
         if not any(c.startswith("include/") or re.match(r"arch/[^/]+/include/", c) for c in changed):
             words = set()
-            for data in overlay.values():
+            for data in filter(None, overlay.values()):  # (None: deleted)
                 words.update(re.findall(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
             opts.update(focus=changed, focus_words=frozenset(words))
         if base_reader is None:
             before_engine = Engine([root], catalogue, **opts)
         else:  # the checkout is not at BASE: show the touched files as they were there
-            base_files = {prefix + p: (base_reader(p, patches[0]) or b"") for p in after_files
+            base_files = {prefix + p: base_reader(p, patches[0]) for p in after_files
                           if is_c_source(p.rsplit("/", 1)[-1])}
             before_engine = OverlayEngine(root, base_files, catalogue, **opts)
         after_engine = OverlayEngine(root, overlay, catalogue, **opts)
@@ -431,7 +446,12 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     # there before and is the business of `wqlint scan`.
     result.errors = [InputError(e.path, e.problem) for e in after.errors if e.path in overlay]
 
-    previous = Counter(f.fingerprint() for f in before.findings)
+    # A finding of a renamed file is the same finding under its new path.
+    moved = {prefix + old: prefix + new for old, new in state.renames.items()} if treepath else dict(state.renames)
+
+    def before_key(f):
+        return f.fingerprint(moved.get(f.path, f.path))
+    previous = Counter(before_key(f) for f in before.findings)
     still = Counter()
     for f in after.findings:
         fp = f.fingerprint()
@@ -447,7 +467,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
             result.unanchored.append(f)
     remaining = Counter(f.fingerprint() for f in after.findings)
     for f in before.findings:
-        fp = f.fingerprint()
+        fp = before_key(f)
         if remaining[fp] > 0:
             remaining[fp] -= 1
         else:

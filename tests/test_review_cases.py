@@ -1,0 +1,112 @@
+"""`wqlint review` on patches as `git format-patch` writes them, one small repository per case.
+
+The repositories start from fixtures/review/tree/ (drivers/demo/demo.c has one old finding:
+demo_old, WQ_UNBOUND with max_active num_possible_cpus(), line 18); each case commits one
+change and reviews the patch against the unchanged fixture tree.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from helpers import run
+from patchrepo import Repo
+
+TREE = FIXTURES / "review" / "tree"
+DEMO = "drivers/demo/demo.c"
+OLD_FINDING = "drivers/demo/demo.c:18:16: warning: WQ_UNBOUND workqueue with max_active derived from a CPU count"
+
+
+def review(patch, *args, tree=TREE):
+    return run("review", patch, "--tree", tree, "-j", "1", *args)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return Repo(tmp_path / "repo", TREE)
+
+
+def one_patch(repo, tmp_path, msgid):
+    (patch,) = repo.format_patch(tmp_path / "out", msgid)
+    return patch
+
+
+# -- renames, copies, deletions, modes ----------------------------------------------------------
+def test_rename_keeps_the_findings_under_the_new_path(repo, tmp_path):
+    repo.git("mv", DEMO, "drivers/demo/core.c")
+    repo.edit("drivers/demo/core.c", "/* one work item per CPU */", "/* one work item per possible CPU */")
+    repo.commit("demo: rename demo.c to core.c")
+    patch = one_patch(repo, tmp_path, "rename")
+    assert "rename from drivers/demo/demo.c" in patch.read_text()
+    result = review(patch)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    everything = review(patch, "--all").stdout.splitlines()
+    heads = [ln for ln in everything if not ln.startswith(" ")]
+    assert heads == [OLD_FINDING.replace("demo.c", "core.c", 1) + heads[0][len(OLD_FINDING):]]
+    assert everything[-1] == "    pre-existing"
+
+
+def test_deleting_a_file_fixes_its_findings(repo, tmp_path):
+    repo.git("rm", "-q", DEMO)
+    repo.commit("demo: remove the driver")
+    result = review(one_patch(repo, tmp_path, "delete"))
+    assert result.exit_code == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("drivers/demo/demo.c:18:16: fixed: WQ_UNBOUND workqueue")
+    assert line.endswith("[unbound-max-active-cpu-count]")
+
+
+def test_mode_change_alone_changes_nothing(repo, tmp_path):
+    (repo.path / DEMO).chmod(0o755)
+    repo.commit("demo: make demo.c executable")
+    patch = one_patch(repo, tmp_path, "mode")
+    assert "new mode 100755" in patch.read_text()
+    result = review(patch)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert review(patch, "--all").stdout.splitlines()[-1] == "    pre-existing"
+
+
+def test_copy_is_not_blamed_for_the_lines_it_copies(repo, tmp_path):
+    shutil.copy(repo.path / DEMO, repo.path / "drivers/demo/copy.c")
+    repo.edit("drivers/demo/copy.c", '"demo_io"', '"copy_io"')
+    repo.commit("demo: start a second driver from the first")
+    patch = one_patch(repo, tmp_path, "copy")
+    assert "copy from drivers/demo/demo.c" in patch.read_text()
+    result = review(patch)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    lines = review(patch, "--all").stdout.splitlines()
+    assert lines[0].startswith("drivers/demo/copy.c:18:16: warning: WQ_UNBOUND")
+    assert "    new, but on no line the series adds" in lines
+    assert lines[-1] == "    pre-existing"
+
+
+def test_rename_then_delete_in_a_series(repo, tmp_path):
+    repo.git("mv", DEMO, "drivers/demo/core.c")
+    repo.commit("demo: rename demo.c to core.c")
+    repo.git("rm", "-q", "drivers/demo/core.c")
+    repo.commit("demo: remove the driver")
+    patches = repo.format_patch(tmp_path / "out", "series", "-2")
+    result = run("review", *patches, "--tree", TREE, "-j", "1")
+    assert result.exit_code == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("drivers/demo/demo.c:18:16: fixed: ")
+
+
+def test_git_range_with_a_rename(repo, tmp_path):
+    repo.git("mv", DEMO, "drivers/demo/core.c")
+    repo.commit("demo: rename demo.c to core.c")
+    result = run("review", "--git", "HEAD~1..HEAD", "--tree", repo.path, "-j", "1")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_rename_and_delete_without_a_tree(repo, tmp_path):
+    repo.git("mv", DEMO, "drivers/demo/core.c")
+    repo.commit("demo: rename demo.c to core.c")
+    repo.git("rm", "-q", "fs/pool/queue.c")
+    repo.commit("pool: remove the queue")
+    patches = repo.format_patch(tmp_path / "out", "series", "-2")
+    result = run("review", *patches, "--kernel-version", "6.12", "-j", "1")
+    assert (result.exit_code, result.stdout) == (0, ""), result.stderr
