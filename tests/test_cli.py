@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from helpers import run
+from helpers import run, scan_json
 
 DEMO = REPO / "examples" / "demo-tree"
 SCHEMA = REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
@@ -141,3 +141,48 @@ def test_files_the_search_cannot_read_are_reported(tmp_path, monkeypatch):
     assert result.exit_code == 3
     assert result.stderr.strip().splitlines()[-1] == "Error: secret.c: permission denied"
     assert "good.c:1:21:" in result.stdout
+
+
+# -- several paths: one tree ------------------------------------------------------------------
+def _kernel_like(root):
+    """A directory that find_root takes for a kernel tree."""
+    (root / "include" / "linux").mkdir(parents=True)
+    (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n")
+    (root / "drivers" / "a").mkdir(parents=True)
+    (root / "drivers" / "b").mkdir(parents=True)
+    for d in ("a", "b"):
+        (root / "drivers" / d / f"{d}.c").write_text(
+            f'void {d}_init(void) {{ wq = alloc_workqueue("{d}", WQ_MEM_RECLAIM, 0); }}\n')
+    return root
+
+
+def test_several_paths_of_one_tree(tmp_path):
+    tree = _kernel_like(tmp_path / "linux")
+    data, result = scan_json(tree / "drivers" / "a", tree / "drivers" / "b" / "b.c", "-j", "1")
+    assert data["root"] == str(tree)
+    assert [(f["path"], f["line"]) for f in data["findings"]] == [("drivers/a/a.c", 1), ("drivers/b/b.c", 1)]
+
+
+@pytest.mark.parametrize("engine", ["tree-sitter", "coccinelle"])
+@pytest.mark.parametrize("case", ["two-trees", "outside", "no-common-dir", "slash"])
+def test_paths_that_are_not_one_tree_are_one_error_line(tmp_path, case, engine):
+    one = _kernel_like(tmp_path / "one")
+    two = _kernel_like(tmp_path / "two")
+    module = tmp_path / "module"
+    module.mkdir()
+    (module / "m.c").write_text("int x;\n")
+    paths, expected = {
+        "two-trees": ([one / "drivers" / "a", two / "drivers" / "b"],
+                      f"Error: {one / 'drivers' / 'a'} and {two / 'drivers' / 'b'} are in different kernel "
+                      f"trees ({one}, {two}): scan each tree separately"),
+        "outside": ([one / "include" / "linux", module],
+                    f"Error: {module} is outside the kernel tree {one} of {one / 'include' / 'linux'}: "
+                    "scan it separately"),
+        "no-common-dir": ([module, "/proc/self"],
+                          f"Error: {module} and /proc/self share no directory but /: scan each tree separately"),
+        "slash": (["/"], "Error: /: the root directory is not a tree: name a directory below it"),
+    }[case]
+    result = run("scan", "--engine", engine, "-j", "1", *paths)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", expected + "\n")
+    fixed = run("fix", "--diff", "--target", "mainline", "-j", "1", *paths)
+    assert (fixed.exit_code, fixed.stderr) == (2, expected + "\n")

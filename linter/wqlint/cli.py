@@ -95,18 +95,32 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     _emit(FORMATS[fmt](report, cat), output, report)
 
 
+def _path_error(exc):
+    """Paths that cannot be scanned together: one line, exit 2."""
+    click.echo(f"Error: {exc}", err=True)
+    sys.exit(2)
+
+
+def _root_of(paths):
+    from wqlint.scan.engine import UsageError, find_root
+
+    try:
+        return find_root(list(paths))
+    except UsageError as exc:
+        _path_error(exc)
+
+
 def _coccinelle(paths, cat, jobs, kernel_version):
     """Run the semantic patches with spatch; the same Report as the tree-sitter engine."""
     from pathlib import Path
 
     from wqlint import cocci
     from wqlint.finding import Report
-    from wqlint.scan.engine import find_root
 
     for p in paths:
         if not os.path.lexists(p):
-            raise click.UsageError(f"{p}: no such file or directory")
-    root = find_root(paths)
+            _path_error(f"{p}: no such file or directory")
+    root = _root_of(paths)
     version = kernel_version or kversion.from_makefile(root) or kversion.DEFAULT_VERSION
     try:
         findings, errors = cocci.run(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs)
@@ -183,6 +197,7 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
     """
     from wqlint import mail, review as review_mod
     from wqlint.formatters.review import REVIEW_FORMATS
+    from wqlint.scan.engine import UsageError
 
     cat = _load_catalogue(rules_path)
     if bool(patches) == bool(git_range):
@@ -203,6 +218,8 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
     except (mail.MailError, review_mod.ReviewError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)
+    except UsageError as exc:
+        _path_error(exc)
     _emit(REVIEW_FORMATS[fmt](result, cat), output, result)
 
 
@@ -241,19 +258,17 @@ def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None):
         return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
                        ncpus=cpus, max_cpus=max_cpus, progress=progress)
     except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
+        _path_error(exc)
 
 
 def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None):
     """The findings fix and bulk work from: a fresh scan of PATHS, or a saved JSON scan
     checked against the files as they are now."""
-    from wqlint.scan.engine import find_root
-
     if findings_json is None:
         return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus)
     from wqlint.fix import saved
     try:
-        return saved.load(findings_json, find_root(list(paths)), list(paths), kernel_version)
+        return saved.load(findings_json, _root_of(paths), list(paths), kernel_version)
     except saved.SavedError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)

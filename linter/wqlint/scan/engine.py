@@ -42,18 +42,46 @@ class UsageError(Exception):
     pass
 
 
-def find_root(paths: list) -> Path:
-    """The kernel tree holding the first path (a directory with Makefile and include/linux),
-    else the directory given (or holding the file given)."""
-    first = Path(os.path.abspath(paths[0]))
-    start = first if first.is_dir() else first.parent
+def kernel_tree_of(path: Path) -> Optional[Path]:
+    """The kernel tree holding path (the nearest directory with a Makefile and include/linux),
+    or None."""
+    start = path if path.is_dir() else path.parent
     for cand in [start, *start.parents]:
         if (cand / "Makefile").is_file() and (cand / "include" / "linux").is_dir():
             return cand
-    if len(paths) == 1:
-        return start
-    common = Path(*_common_parts([Path(os.path.abspath(p)) for p in paths]))
-    return common if common.is_dir() else common.parent
+    return None
+
+
+def find_root(paths: list) -> Path:
+    """The one tree the paths are in: the kernel tree holding them, else (no kernel tree
+    around them: a module, loose files) the directory given, or holding the file given, or
+    the nearest directory holding all of them. UsageError when the paths are in different
+    kernel trees, when some are in a kernel tree and others outside it, or when the only
+    directory they share is '/'."""
+    absolute = [Path(os.path.abspath(p)) for p in paths]
+    trees = [kernel_tree_of(p) for p in absolute]
+    inside = [(p, t) for p, t in zip(paths, trees) if t is not None]
+    if inside:
+        first_path, first_tree = inside[0]
+        for p, t in zip(paths, trees):
+            if t is None:
+                raise UsageError(f"{p} is outside the kernel tree {first_tree} of {first_path}: "
+                                 "scan it separately")
+            if t != first_tree:
+                raise UsageError(f"{first_path} and {p} are in different kernel trees "
+                                 f"({first_tree}, {t}): scan each tree separately")
+        return first_tree
+    if len(absolute) == 1:
+        root = absolute[0] if absolute[0].is_dir() else absolute[0].parent
+    else:
+        common = Path(*_common_parts(absolute))
+        root = common if common.is_dir() else common.parent
+    if root == Path(root.anchor):
+        if len(paths) == 1:
+            raise UsageError(f"{paths[0]}: the root directory is not a tree: name a directory below it")
+        raise UsageError(f"{paths[0]} and {paths[1]} share no directory but {root.anchor}: "
+                         "scan each tree separately")
+    return root
 
 
 def _common_parts(paths):
