@@ -222,15 +222,20 @@ def _rule(path, node) -> Rule:
     )
 
 
+MAX_CATALOGUE_BYTES = 4 * 1024 * 1024
+
+
 def load(path=None) -> Catalogue:
     """Load and validate the catalogue; raise CatalogueError naming file and line."""
     path = Path(path) if path else default_path()
     name = str(path)
+    from wqlint import safeio
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogueError(f"{name}:1: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = safeio.read_text(path, MAX_CATALOGUE_BYTES)
+    except safeio.InputRefused as exc:
+        if str(exc) == "no such file":
+            raise CatalogueError(f"{name}:1: file not found") from None
         raise CatalogueError(f"{name}:1: cannot read: {exc}") from None
     try:
         # libyaml when there: a tenth of the time, which every `wqlint check` with a finding

@@ -77,6 +77,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     Exit status: 0 clean, 1 findings, 2 usage or catalogue error, 3 some input could not be
     processed.
     """
+    _check_output(output)
     cat = _load_catalogue(rules_path)
     jobs = jobs or os.cpu_count() or 1
     show_progress = sys.stderr.isatty() if progress is None else progress
@@ -131,17 +132,24 @@ def _coccinelle(paths, cat, jobs, kernel_version):
 
 
 def _write_atomic(path, text):
-    import tempfile
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".wqlint-", suffix=".tmp")
+    from wqlint import safeio
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        safeio.write_atomic(path, text)
+    except (safeio.OutputRefused, OSError) as exc:
+        click.echo(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}",
+                   err=True)
+        sys.exit(3)
+
+
+def _check_output(output, option="-o"):
+    """An output path that cannot be written is a usage error, said before any work."""
+    if output is None:
+        return
+    from wqlint import safeio
+    try:
+        safeio.check_output(output)
+    except safeio.OutputRefused as exc:
+        raise click.UsageError(f"{option} {output}: {exc}") from None
 
 
 @main.command()
@@ -199,6 +207,7 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
     from wqlint.formatters.review import REVIEW_FORMATS
     from wqlint.scan.engine import UsageError
 
+    _check_output(output)
     cat = _load_catalogue(rules_path)
     if bool(patches) == bool(git_range):
         raise click.UsageError("give PATCHES or --git BASE..HEAD, not both and not neither")
@@ -388,14 +397,31 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versi
     """
     from pathlib import Path
 
+    from wqlint import safeio
     from wqlint.fix import cocci_gen, series as series_mod, verify as verify_mod
+    from wqlint.scan.engine import find_root
 
+    # The tree is never written: --out (and the scratch copy and build under it) must not
+    # be the tree, lie inside it, or hold it (OUT/verify/tree is removed and copied anew).
+    for p in paths:
+        if not os.path.lexists(p):
+            raise click.UsageError(f"{p}: no such file or directory")
+    tree_root = find_root(list(paths))
+    for option, where in (("--out", out_dir), ("--build-dir", build_dir)):
+        if where is not None and safeio.overlap(where, tree_root):
+            raise click.UsageError(f"{option} {where} overlaps the tree {tree_root}: "
+                                   "give a directory outside it")
     cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
                                 kernel_version, cpus, max_cpus, rules_path)
     out = Path(out_dir)
     root = Path(result.root)
-    if os.path.realpath(out).startswith(os.path.realpath(root) + os.sep):
-        raise click.UsageError(f"--out {out_dir} is inside the tree {root}: give a directory outside it")
+    if safeio.overlap(out, root):
+        raise click.UsageError(f"--out {out_dir} overlaps the tree {root}: give a directory outside it")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        click.echo(f"Error: {out}: cannot create: {exc.strerror or exc}", err=True)
+        sys.exit(3)
     try:
         patches = series_mod.write_series(root, result.changes, cat, result.version, target, out,
                                           author=author, date=date)

@@ -309,13 +309,34 @@ def _pack(value) -> str:
     return base64.b64encode(zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 6)).decode()
 
 
+MAX_FACTS_BYTES = 1024 * 1024 * 1024
+
+
 def _read(path: str) -> "dict | None":
+    """The cache as written, or None: missing, not a regular file (a FIFO would block),
+    too large, or not JSON."""
+    from wqlint import safeio
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(safeio.read_bytes(path, MAX_FACTS_BYTES))
+    except (safeio.InputRefused, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _usable(data, root: str, checked) -> bool:
+    """is_valid() for a cache that may have been damaged or crafted: wrong types are invalid."""
+    if data is None or not isinstance(data.get("root"), str) \
+            or not isinstance(data.get("sites", {}), dict) \
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.get("sites", {}).items()) \
+            or not isinstance(data.get("wrappers", []), list) \
+            or not all(isinstance(w, str) for w in data.get("wrappers", [])) \
+            or not isinstance(data.get("deps", {}), dict) or not isinstance(data.get("dirs", {}), dict):
+        return False
+    try:
+        return is_valid(data, root, checked)
+    except (TypeError, ValueError, AttributeError, KeyError, OSError):
+        return False
 
 
 def _write_atomic(directory: str, data: dict) -> None:
@@ -344,7 +365,7 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
     say = debug or (lambda msg: None)
     path = os.path.join(directory, FACTS_NAME)
     data = _read(path)
-    if data is not None and is_valid(data, root, checked):
+    if _usable(data, root, checked):
         say(f"facts: reused {path}")
         return Facts(data)
     try:
@@ -354,7 +375,7 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
     with lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file is closed
         data = _read(path)  # built by another checker while this one waited?
-        if data is not None and is_valid(data, root, checked):
+        if _usable(data, root, checked):
             say(f"facts: reused {path} (built by another checker)")
             return Facts(data)
         data = build(root, checked)

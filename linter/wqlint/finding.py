@@ -35,6 +35,9 @@ class Finding:
     flags_arg: int = -1
     max_active_arg: int = -1
     hints: frozenset = frozenset()
+    # A hash of the reported call's whole text as scanned (source.call_digest; '' when not
+    # known): `fix --findings` uses a saved finding only while its call still reads the same.
+    call_sha: str = field(default="", compare=False)
 
     def fingerprint(self, path: str = "") -> str:
         """Stable across runs and line shifts: rule, path (or the path given: where a renamed
@@ -55,6 +58,7 @@ class Finding:
             "engine": self.engine, "fingerprint": self.fingerprint(),
             "arguments": {"flags": self.flags_arg, "max_active": self.max_active_arg},
             "hints": sorted(self.hints),
+            **({"call_sha256": self.call_sha} if self.call_sha else {}),
         }
 
     @classmethod
@@ -70,6 +74,7 @@ class Finding:
             migration=str(d.get("migration", "")), engine=str(d.get("engine", "tree-sitter")),
             flags_arg=int(args.get("flags", -1)), max_active_arg=int(args.get("max_active", -1)),
             hints=frozenset(str(h) for h in d.get("hints", [])),
+            call_sha=str(d.get("call_sha256", "")),
         )
 
 

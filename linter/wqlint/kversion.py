@@ -22,9 +22,12 @@ def parse_version(text: str) -> tuple:
 
 def from_makefile(root: Path):
     """(version, 'Makefile') from the tree's top Makefile, or None."""
+    from wqlint import safeio
+
     try:
-        head = (root / "Makefile").read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError:
+        # A kernel's top Makefile is some 70 KiB; a FIFO or /dev/zero in its place is refused.
+        head = safeio.read_text(root / "Makefile", 4 * 1024 * 1024, errors="replace")[:4096]
+    except safeio.InputRefused:
         return None
     fields = {}
     for key in ("VERSION", "PATCHLEVEL", "SUBLEVEL"):

@@ -83,12 +83,14 @@ class Patch:
 def read_input(path: str) -> bytes:
     """The bytes of a patch file or of stdin ('-'), refusing inputs over MAX_INPUT_BYTES."""
     name = "<stdin>" if path == "-" else path
+    if path != "-":
+        from wqlint import safeio
+        try:
+            return safeio.read_bytes(path, MAX_INPUT_BYTES)
+        except safeio.InputRefused as exc:
+            raise MailError(f"{name}: {exc}") from None
     try:
-        if path == "-":
-            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_INPUT_BYTES + 1)
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise MailError(f"{name}: {exc.strerror or exc}") from None
     if len(data) > MAX_INPUT_BYTES:

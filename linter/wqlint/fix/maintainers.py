@@ -149,12 +149,14 @@ class Maintainers:
     @classmethod
     def load(cls, root: Path) -> "Maintainers":
         path = Path(root) / MAINTAINERS
+        from wqlint import safeio
+
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            raise TreeFileMissing(root, MAINTAINERS, WHY_MAINTAINERS) from None
-        except OSError as exc:
-            raise SeriesError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            text = safeio.read_text(path, 64 * 1024 * 1024, errors="replace")
+        except safeio.InputRefused as exc:
+            if str(exc) == "no such file":
+                raise TreeFileMissing(root, MAINTAINERS, WHY_MAINTAINERS) from None
+            raise SeriesError(f"{path}: cannot read: {exc}") from None
         return cls(root, text)
 
     def sections_of(self, file: str) -> list:

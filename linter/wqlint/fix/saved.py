@@ -6,29 +6,85 @@ import json
 import os
 from pathlib import Path
 
-from wqlint import kversion
+from wqlint import kversion, safeio
 from wqlint.finding import Finding, Report
-from wqlint.scan.source import SourceError, SourceFile, read_source
+from wqlint.scan.source import SourceError, SourceFile, call_digest, read_source
 
 
 class SavedError(Exception):
     """str() is one line naming the file and the problem."""
 
 
-def load(path: str, root: Path, paths: list, kernel_version=None) -> Report:
+MAX_SAVED_BYTES = 256 * 1024 * 1024
+MAX_SAVED_FINDINGS = 200_000
+
+
+def _document(path: str):
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        findings = [Finding.from_dict(d) for d in doc["findings"]]
-        version = kernel_version or kversion.parse_version(doc["kernel_version"])
-    except OSError as exc:
-        raise SavedError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (ValueError, KeyError, TypeError) as exc:
+        text = safeio.read_text(path, MAX_SAVED_BYTES)
+    except safeio.InputRefused as exc:
+        raise SavedError(f"{path}: cannot read: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise SavedError(f"{path}: not a `wqlint scan --format json` document (nested too deeply)") from None
+    except ValueError as exc:
+        raise SavedError(f"{path}: not a `wqlint scan --format json` document ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
+        raise SavedError(f"{path}: not a `wqlint scan --format json` document (no list of findings)")
+    if len(doc["findings"]) > MAX_SAVED_FINDINGS:
+        raise SavedError(f"{path}: more than {MAX_SAVED_FINDINGS} findings, not read")
+    return doc
+
+
+def _finding(path: str, n: int, d) -> Finding:
+    """One saved finding, every field of the type a scan writes, else SavedError."""
+    problem = None
+    if not isinstance(d, dict):
+        problem = "not an object"
+    else:
+        for key, kind in (("rule", str), ("severity", str), ("path", str), ("line", int),
+                          ("column", int), ("message", str)):
+            if not isinstance(d.get(key), kind) or isinstance(d.get(key), bool):
+                problem = f"'{key}' missing or not a {kind.__name__}"
+                break
+        else:
+            chain = d.get("chain", [])
+            args = d.get("arguments", {})
+            if not isinstance(chain, list) or not all(
+                    isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("line"), int)
+                    and isinstance(s.get("text"), str) and isinstance(s.get("note"), str) for s in chain):
+                problem = "'chain' is not a list of steps"
+            elif not isinstance(args, dict) or not all(isinstance(args.get(k, -1), int) for k in ("flags", "max_active")):
+                problem = "'arguments' is not an object of argument indices"
+            elif not isinstance(d.get("hints", []), list) or not all(isinstance(h, str) for h in d.get("hints", [])):
+                problem = "'hints' is not a list of strings"
+            elif not isinstance(d.get("call_sha256", ""), str):
+                problem = "'call_sha256' is not a string"
+            elif not (0 < d["line"] < 1 << 31 and 0 < d["column"] < 1 << 31):
+                problem = "line or column out of range"
+    if problem is None:
+        try:
+            return Finding.from_dict(d)
+        except (KeyError, TypeError, ValueError) as exc:
+            problem = str(exc)
+    raise SavedError(f"{path}: not a `wqlint scan --format json` document (finding {n}: {problem})")
+
+
+def load(path: str, root: Path, paths: list, kernel_version=None) -> Report:
+    doc = _document(path)
+    findings = [_finding(path, n, d) for n, d in enumerate(doc["findings"], 1)]
+    try:
+        version = kernel_version or kversion.parse_version(str(doc.get("kernel_version", "")))
+    except ValueError as exc:
         raise SavedError(f"{path}: not a `wqlint scan --format json` document ({exc})") from None
     targets = [os.path.relpath(os.path.abspath(p), root).replace(os.sep, "/") for p in paths]
     wanted = [f for f in findings
               if any(t == "." or f.path == t or f.path.startswith(t + "/") for t in targets)]
     real_root = os.path.realpath(root)
     for f in findings:
+        if "\0" in f.path:
+            raise SavedError(f"{path}: finding in a path with a NUL byte")
         real = os.path.realpath(root / f.path)
         if os.path.isabs(f.path) or (real != real_root and not real.startswith(real_root + os.sep)):
             raise SavedError(f"{path}: finding in {f.path}, outside the tree {root}")
@@ -36,13 +92,13 @@ def load(path: str, root: Path, paths: list, kernel_version=None) -> Report:
     for f in wanted:
         if f.path not in sources:
             try:
-                sources[f.path] = SourceFile(f.path, read_source(root / f.path))
+                sources[f.path] = SourceFile(f.path, read_source(root / f.path, root))
             except SourceError as exc:
                 raise SavedError(f"{f.path}: {exc}") from None
-        first = f.chain[0] if f.chain else None
-        if first is not None and first.line == f.line and first.path == f.path:
-            now = sources[f.path].line_text(f.line).strip()
-            if now != first.text:
-                raise SavedError(f"{f.path}:{f.line}: changed since the scan ({path}); scan again")
+        # The whole call, not its first line: after a fix the first line often reads the same
+        # (the flags are on the next one) and the finding would be fixed a second time.
+        # ('' on both sides: no call the fixer could edit there, then or now.)
+        if call_digest(sources[f.path], f.line, f.col) != f.call_sha:
+            raise SavedError(f"{f.path}:{f.line}: changed since the scan ({path}); scan again")
     return Report(root=str(root), findings=wanted, kernel_version=version,
                   kernel_version_source="--kernel-version" if kernel_version else path)

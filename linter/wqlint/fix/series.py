@@ -15,7 +15,6 @@ from __future__ import annotations
 import email.utils
 import os
 import re
-import tempfile
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from email.header import Header
 from pathlib import Path
 from typing import Optional
 
-from wqlint import kversion
+from wqlint import kversion, safeio
 from wqlint.fix.diffstat import count, diffstat
 from wqlint.fix.maintainers import (Maintainers, SeriesError, TreeFileMissing, cc_lists,
                                     require_tools)
@@ -461,18 +460,10 @@ def build_series(root: Path, changes: list, catalogue, version: tuple, target: s
 
 
 def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        # surrogateescape: bytes of a source file that are not UTF-8 are written back as read
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        safeio.write_atomic(path, text)
+    except safeio.OutputRefused as exc:
+        raise SeriesError(f"{path}: {exc}") from None
 
 
 def write_series(root: Path, changes: list, catalogue, version: tuple, target: str,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TIMEOUT = 3 * 3600
+MAX_KBUILD_BYTES = 4 * 1024 * 1024  # the largest Kconfig or Makefile of a kernel is ~250 KiB
 
 
 class VerifyError(Exception):
@@ -56,6 +57,12 @@ def _run(cmd, cwd=None, what="", timeout=TIMEOUT):
 
 
 def scratch_copy(root: Path, dest: Path) -> Path:
+    """A hard-linked copy of root at dest, replacing an earlier one. dest must not overlap
+    root, nor be a symbolic link: what is there is removed."""
+    from wqlint import safeio
+
+    if safeio.overlap(dest, root) or dest.is_symlink():
+        raise VerifyError(f"{dest}: overlaps the tree {root} or is a symbolic link; not removed")
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -94,14 +101,16 @@ def _kbuild_text(directory: Path) -> str:
             break
     else:
         return ""
+    from wqlint import safeio
+
     try:
-        text = (directory / name).read_text(errors="replace")
-    except OSError:
+        text = safeio.read_text(directory / name, MAX_KBUILD_BYTES, errors="replace")
+    except safeio.InputRefused:
         return ""
     for inc in re.findall(r"^include \$\(src\)/(\S+)", text, re.M):
         try:
-            text += "\n" + (directory / inc).read_text(errors="replace")
-        except OSError:
+            text += "\n" + safeio.read_text(directory / inc, MAX_KBUILD_BYTES, errors="replace")
+        except safeio.InputRefused:
             pass
     text = text.replace("\\\n", " ")
     values: dict = {}
@@ -173,13 +182,15 @@ class Kconfig:
         self.depends: dict = {}
         self.prompt: set = set()
         self.selected_by: dict = {}
+        from wqlint import safeio
+
         for path in tree.rglob("Kconfig*"):
             rel = path.relative_to(tree).parts
             if rel[0] == "arch" and rel[1:2] not in (("x86",), ("Kconfig",)):
                 continue
             try:
-                text = path.read_text(errors="replace")
-            except OSError:
+                text = safeio.read_text(path, MAX_KBUILD_BYTES, errors="replace")
+            except safeio.InputRefused:
                 continue
             for m in re.finditer(r"^(?:menu)?config\s+(\w+)[ \t]*\n((?:(?:[ \t]+.*)?\n)*)", text, re.M):
                 name, body = m.group(1), m.group(2)
@@ -207,6 +218,10 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
     """Compile the objects of touched files in build_dir; an object that fails is compiled
     again from original's copy of its file: if that fails too, the series is not the cause
     and the object counts as not built here."""
+    from wqlint import safeio
+
+    if original is not None and safeio.overlap(build_dir, original):
+        raise VerifyError(f"{build_dir}: the build directory overlaps the tree {original}")
     build_dir.mkdir(parents=True, exist_ok=True)
     make = ["make", "-C", str(tree), f"O={build_dir}", "-s"]
     if not (build_dir / ".config").is_file():

@@ -8,6 +8,7 @@ to each call of the wrapper, where the parameter has a value.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -22,7 +23,7 @@ from wqlint.scan import parser
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, Site
-from wqlint.scan.source import SourceError, is_c_source, read_source, relpath
+from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
 
 # name -> (index of flags, index of max_active). __alloc_workqueue() is the primitive of
@@ -155,10 +156,10 @@ class Engine:
     def _check_named_files(self) -> None:
         """Files named on the command line are read whole, so bad input is always reported."""
         for p in self.paths:
-            if p.is_file() and is_c_source(p.name) and relpath(Path(os.path.abspath(p)), self.root) \
+            if not p.is_dir() and is_c_source(p.name) and relpath(Path(os.path.abspath(p)), self.root) \
                     not in self.index.preloaded:
                 try:
-                    read_source(p)
+                    read_source(p, self.root)
                 except SourceError as exc:
                     self.errors.append(InputError(str(p), str(exc)))
 
@@ -367,7 +368,8 @@ class Engine:
 
     def run(self) -> Report:
         sites = self.sites()
-        findings = judge([s for s in sites if self.in_targets(s.path)], self.context())
+        findings = [self._with_call_sha(f) for f in
+                    judge([s for s in sites if self.in_targets(s.path)], self.context())]
         errors = list(self.errors) + list(self.index.errors)
         for rel, problem in sorted(self.index.bad.items()):
             if self.in_targets(rel):
@@ -380,6 +382,11 @@ class Engine:
                         files_scanned=len(self.index.files))
         report.grep_rounds = self.index.grep_rounds
         return report
+
+    def _with_call_sha(self, f):
+        src = self.index.source(f.path)
+        digest = call_digest(src, f.line, f.col) if src is not None else ""
+        return dataclasses.replace(f, call_sha=digest) if digest else f
 
     def _warm_bits(self) -> None:
         for _ in range(3):

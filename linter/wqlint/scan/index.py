@@ -60,7 +60,7 @@ class TreeIndex:
             elif rel in self.preloaded:
                 data = self.preloaded[rel]
             else:
-                data = read_source(self.root / rel)
+                data = read_source(self.root / rel, self.root)
         except SourceError as exc:
             self.bad[rel] = str(exc)
             return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from wqlint import safeio
 from wqlint.scan import parser
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -29,21 +30,13 @@ class SourceError(Exception):
     """A file that cannot be used as C source; str() is the one-line problem."""
 
 
-def read_source(path: Path) -> bytes:
-    """The bytes of a C file, or SourceError saying why it cannot be read as one."""
+def read_source(path: Path, root: Optional[Path] = None) -> bytes:
+    """The bytes of a C file, or SourceError saying why it cannot be read as one (not a
+    regular file, a link out of root, too large, binary, not UTF-8)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise SourceError("no such file") from None
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except PermissionError:
-        raise SourceError("permission denied") from None
-    except OSError as exc:
-        raise SourceError(exc.strerror or str(exc)) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SourceError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB, not read")
+        data = safeio.read_bytes(path, MAX_FILE_BYTES, root)
+    except safeio.InputRefused as exc:
+        raise SourceError(str(exc)) from None
     if b"\0" in data:
         raise SourceError("binary file (contains NUL bytes)")
     try:
@@ -192,6 +185,39 @@ def _word_lines(data: bytes, word: bytes, line_at) -> list:
                 out.append(line)
         at = data.find(word, end)
     return out
+
+
+def call_at(src: "SourceFile", line: int, col: int):
+    """(chunk, call_expression node) whose called name starts at line:col (1-based character
+    column), or None when there is no such call there."""
+    if line < 1 or line > src.nlines or col < 1:
+        return None
+    chunk = src.chunk_at(line)
+    text = src.line_text(line)
+    byte_col = len(text[: col - 1].encode("utf-8"))
+    row = line - chunk.first_line
+    node = chunk.root.descendant_for_point_range((row, byte_col), (row, byte_col))
+    while node is not None and node.type != "call_expression":
+        node = node.parent
+    if node is None:
+        return None
+    fn = node.child_by_field_name("function")
+    if fn is None or fn.start_point != (row, byte_col):
+        return None
+    return chunk, node
+
+
+def call_digest(src: "SourceFile", line: int, col: int) -> str:
+    """A hash of the whole text of the call named at line:col ('' when there is none): a
+    saved finding is used only while its call reads exactly as it did."""
+    import hashlib
+
+    found = call_at(src, line, col)
+    if found is None:
+        return ""
+    chunk, node = found
+    base = src._starts[chunk.first_line - 1]
+    return hashlib.sha256(src.data[base + node.start_byte:base + node.end_byte]).hexdigest()[:32]
 
 
 def is_c_source(name: str) -> bool:

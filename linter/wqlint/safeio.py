@@ -1,0 +1,248 @@
+"""The one way wqlint reads input and the one way it writes output.
+
+Input comes from other people (trees, patches, saved scans, caches): a name may be a FIFO that
+never ends, a device that never stops (/dev/zero), a socket, or a symbolic link out of the
+tree. read_bytes() opens without blocking, accepts only a regular file, refuses a link that
+leads outside the tree it was given, and reads at most a bounded number of bytes; every
+problem is an InputRefused whose str() is one line (the caller names the input).
+
+write_atomic() replaces a regular file (or creates one) through a temporary file in the same
+directory and a rename, so a reader never sees half a file and a failure leaves the old one.
+What it replaces keeps its mode and, where the process may, its owner; a new file gets the
+mode the umask gives (0644 usually). A device, FIFO, socket or directory is never replaced.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+# No pathlib, tempfile or typing at import: `wqlint check` reads its facts cache through this
+# module in every compiler process.
+
+
+class InputRefused(Exception):
+    """Input that is not read; str() is the one-line problem (without the path)."""
+
+
+class OutputRefused(Exception):
+    """Output that is not written; str() is the one-line problem (without the path)."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO, not a regular file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file"
+    return "not a regular file"
+
+
+def inside(path: str | os.PathLike, root: str | os.PathLike) -> bool:
+    """Does path, symbolic links followed, lie in root (or is it root)?"""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def overlap(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Is one of two directories, links followed, the other or inside it?"""
+    return inside(a, b) or inside(b, a)
+
+
+def _problem(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "no such file"
+    if exc.errno == errno.EACCES:
+        return "permission denied"
+    if exc.errno == errno.EISDIR:
+        return "is a directory"
+    if exc.errno == errno.ENXIO:  # a socket, or a FIFO without a writer on some systems
+        return "not a regular file"
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop"
+    return exc.strerror or str(exc)
+
+
+def read_bytes(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None) -> bytes:
+    """The bytes of the regular file path (at most limit), else InputRefused saying why.
+    With root, a path whose symbolic links lead outside root is refused."""
+    if root is not None and not inside(path, root):
+        raise InputRefused(f"a symbolic link out of the tree {root}, not read")
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        raise InputRefused(_problem(exc)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputRefused(_kind(st.st_mode))
+        if st.st_size > limit:
+            raise InputRefused(f"larger than {_size(limit)}, not read")
+        chunks, got = [], 0
+        while got <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise InputRefused(_problem(exc)) from None
+    finally:
+        os.close(fd)
+    if got > limit:
+        raise InputRefused(f"larger than {_size(limit)}, not read")
+    return b"".join(chunks)
+
+
+def read_text(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None,
+              errors: str = "strict") -> str:
+    """read_bytes() decoded as UTF-8; with errors='strict' a bad byte is InputRefused."""
+    data = read_bytes(path, limit, root)
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputRefused(f"line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x})") from None
+
+
+def _size(limit: int) -> str:
+    if limit >= 1024 * 1024 and limit % (1024 * 1024) == 0:
+        return f"{limit // (1024 * 1024)} MiB"
+    if limit >= 1024 and limit % 1024 == 0:
+        return f"{limit // 1024} KiB"
+    return f"{limit} bytes"
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output(path: str | os.PathLike) -> None:
+    """Refuse, before any work, an output path that write_atomic() could not replace: its
+    directory missing, or an existing target that is not a regular file."""
+    real = os.path.realpath(path)
+    directory = os.path.dirname(real)
+    if not os.path.isdir(directory):
+        raise OutputRefused(f"directory {os.path.dirname(os.path.abspath(path)) or '.'} does not exist")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputRefused(_problem(exc)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputRefused(f"{_kind(st.st_mode)}, not replaced")
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.PathLike | None = None) -> None:
+    """Replace (or create) the regular file path with data, atomically. A symbolic link is
+    followed (its target is replaced); with root, a target outside root is refused. Raises
+    OutputRefused (not a regular file, outside root) or OSError (cannot write)."""
+    if isinstance(data, str):
+        # surrogateescape: bytes of a source file that are not UTF-8 are written back as read
+        data = data.encode("utf-8", "surrogateescape")
+    if root is not None and not inside(path, root):
+        raise OutputRefused(f"outside the tree {root}, not written")
+    import tempfile
+    from pathlib import Path
+
+    target = Path(os.path.realpath(path))
+    try:
+        old: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise OutputRefused(f"{_kind(old.st_mode)}, not replaced")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".wqlint")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if old is not None:
+                os.fchmod(handle.fileno(), stat.S_IMODE(old.st_mode))
+                if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+                    try:
+                        os.fchown(handle.fileno(), old.st_uid, old.st_gid)
+                    except PermissionError:
+                        pass  # not ours to give away: the file is the writer's now, as with any editor
+            else:
+                os.fchmod(handle.fileno(), 0o666 & ~_umask())
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class Staged:
+    """Files written to temporary names beside their targets, then renamed all together
+    (commit) or removed (discard): all or nothing for a set of files."""
+
+    def __init__(self) -> None:
+        self._items: list = []  # (target, tmp, old bytes)
+
+    def add(self, path: str | os.PathLike, data: bytes, before: bytes, root: str | os.PathLike | None = None) -> None:
+        if root is not None and not inside(path, root):
+            raise OutputRefused(f"outside the tree {root}, not written")
+        import tempfile
+        from pathlib import Path
+
+        target = Path(os.path.realpath(path))
+        old = os.stat(target)
+        if not stat.S_ISREG(old.st_mode):
+            raise OutputRefused(f"{_kind(old.st_mode)}, not replaced")
+        if not os.access(target, os.W_OK):
+            raise OutputRefused("not writable")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".wqlint")
+        self._items.append((target, tmp, before))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), stat.S_IMODE(old.st_mode))
+            if (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.fchown(handle.fileno(), old.st_uid, old.st_gid)
+                except PermissionError:
+                    pass
+            os.fsync(handle.fileno())
+
+    def commit(self, check=None) -> None:
+        """Rename every file into place. check(target, before) is called for each just before
+        the renames and may raise to stop (nothing changed then). A rename that fails puts
+        the files already renamed back as they were, then raises."""
+        try:
+            if check is not None:
+                for target, _tmp, before in self._items:
+                    check(target, before)
+            done = []
+            try:
+                for target, tmp, before in self._items:
+                    os.replace(tmp, target)
+                    done.append((target, before))
+            except BaseException:
+                for target, before in reversed(done):
+                    try:
+                        write_atomic(target, before)
+                    except OSError:
+                        pass
+                raise
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        for _target, tmp, _before in self._items:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self._items = []

@@ -1,0 +1,413 @@
+"""Hostile and broken input (issue 16): every reproducer gives its exit status and one
+`Error:` line, and nothing changes that was not asked for (the tree is hashed before and after).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+from helpers import run
+from wqlint import safeio
+from wqlint.fix import apply as apply_mod
+
+HEADER = FIXTURES / "fix" / "tree" / "include" / "linux" / "workqueue.h"
+WQLINT = [sys.executable, "-m", "wqlint"]
+
+DRIVER = """\
+// SPDX-License-Identifier: GPL-2.0
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *wq;
+
+int demo_init(void)
+{
+\twq = alloc_workqueue("demo",
+\t\t\t     WQ_MEM_RECLAIM, 0);
+\tif (!wq)
+\t\treturn -1;
+\treturn 0;
+}
+"""
+
+
+def tiny_tree(base: Path, name: str = "tree") -> Path:
+    """A Makefile, the fixture's include/linux/workqueue.h and one driver file."""
+    root = base / name
+    (root / "include" / "linux").mkdir(parents=True)
+    shutil.copy(HEADER, root / "include" / "linux" / "workqueue.h")
+    (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n")
+    (root / "drivers" / "demo").mkdir(parents=True)
+    (root / "drivers" / "demo" / "demo.c").write_text(DRIVER)
+    return root
+
+
+def tree_hash(root: Path) -> str:
+    """Names, kinds, modes, owners and contents of everything under root."""
+    h = hashlib.sha256()
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(dirs + files):
+            p = Path(dirpath, name)
+            st = os.lstat(p)
+            h.update(f"{p.relative_to(root)}\0{st.st_mode:o}\0{st.st_uid}\0{st.st_gid}\0".encode())
+            if stat.S_ISREG(st.st_mode):
+                h.update(p.read_bytes())
+            elif stat.S_ISLNK(st.st_mode):
+                h.update(os.readlink(p).encode())
+    return h.hexdigest()
+
+
+def cli(*args, cwd=None, user=None, stdin=None, timeout=120):
+    """The installed command in a process of its own (as user, when root runs the suite)."""
+    cmd = WQLINT + [str(a) for a in args]
+    if user:
+        cmd = [sys.executable, str(Path(__file__).with_name("as_user.py")), user] + [str(a) for a in args]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "linter"))
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
+                          timeout=timeout, env=env, stdin=stdin)
+
+
+def error_lines(stderr: str) -> list:
+    return [ln for ln in stderr.splitlines() if ln.startswith("Error:")]
+
+
+def no_traceback(got) -> None:
+    assert "Traceback" not in got.stderr, got.stderr
+
+
+# -- bulk never writes the tree ----------------------------------------------------------
+
+def test_bulk_verify_into_the_tree_itself_is_refused(tmp_path):
+    out = tmp_path / "out"
+    root = tiny_tree(out / "verify")  # the tree is OUT/verify/tree: --verify would rmtree it
+    before = tree_hash(root)
+    got = run("bulk", root, "--target", "mainline", "--out", out, "--verify")
+    assert got.exit_code == 2
+    assert error_lines(got.stderr) == [f"Error: --out {out} overlaps the tree {root}: give a directory outside it"]
+    assert tree_hash(root) == before
+
+
+@pytest.mark.parametrize("where", ["root", "inside", "build-dir"])
+def test_bulk_out_overlapping_the_tree_is_refused(tmp_path, where):
+    root = tiny_tree(tmp_path)
+    before = tree_hash(root)
+    args = ["bulk", root, "--target", "mainline"]
+    if where == "root":
+        args += ["--out", root]
+        expect = f"Error: --out {root} overlaps the tree {root}: give a directory outside it"
+    elif where == "inside":
+        args += ["--out", root / "drivers" / "out"]
+        expect = f"Error: --out {root / 'drivers' / 'out'} overlaps the tree {root}: give a directory outside it"
+    else:
+        args += ["--out", tmp_path / "out", "--verify", "--build-dir", root / "drivers"]
+        expect = (f"Error: --build-dir {root / 'drivers'} overlaps the tree {root}: "
+                  "give a directory outside it")
+    got = run(*args)
+    assert got.exit_code == 2
+    assert error_lines(got.stderr) == [expect]
+    assert tree_hash(root) == before
+    assert not (tmp_path / "out").exists()
+
+
+def test_scratch_copy_refuses_a_link_to_the_tree(tmp_path):
+    from wqlint.fix import verify
+
+    root = tiny_tree(tmp_path)
+    before = tree_hash(root)
+    (tmp_path / "verify").mkdir()
+    (tmp_path / "verify" / "tree").symlink_to(root)
+    with pytest.raises(verify.VerifyError, match="overlaps the tree"):
+        verify.scratch_copy(root, tmp_path / "verify" / "tree")
+    assert tree_hash(root) == before
+
+
+# -- fix --apply --------------------------------------------------------------------------
+
+def test_saved_findings_applied_twice_fix_once(tmp_path):
+    root = tiny_tree(tmp_path)
+    saved = tmp_path / "scan.json"
+    got = run("scan", root, "--format", "json", "-o", saved)
+    assert got.exit_code == 1
+    first = run("fix", root, "--target", "mainline", "--findings", saved, "--apply")
+    assert first.exit_code == 0, first.stderr
+    fixed = (root / "drivers/demo/demo.c").read_text()
+    assert "WQ_MEM_RECLAIM | WQ_PERCPU, 0);" in fixed
+    again = run("fix", root, "--target", "mainline", "--findings", saved, "--apply")
+    assert again.exit_code == 3
+    assert error_lines(again.stderr) == [f"Error: drivers/demo/demo.c:8: changed since the scan ({saved}); scan again"]
+    assert (root / "drivers/demo/demo.c").read_text() == fixed
+    assert fixed.count("WQ_PERCPU") == 1
+
+
+def _two_file_tree(tmp_path):
+    root = tiny_tree(tmp_path)
+    (root / "drivers" / "demo" / "other.c").write_text(DRIVER.replace("demo", "other"))
+    return root
+
+
+def test_apply_is_all_or_nothing_when_a_rename_fails(tmp_path, monkeypatch):
+    root = _two_file_tree(tmp_path)
+    before = tree_hash(root)
+    real_replace = os.replace
+    calls = []
+
+    def failing(src, dst, *a, **kw):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise PermissionError(1, "Operation not permitted", str(src), None, str(dst))
+        return real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(safeio.os, "replace", failing)
+    got = run("fix", root, "--target", "mainline", "--apply")
+    monkeypatch.undo()
+    assert got.exit_code == 1
+    assert error_lines(got.stderr) == ["Error: drivers/demo/other.c: cannot replace: Operation not permitted; "
+                                       "nothing written"]
+    assert tree_hash(root) == before  # the first file, already renamed, was put back
+    assert not [p for p in root.rglob("*.wqlint")]
+
+
+def test_apply_refuses_a_file_changed_after_the_check(tmp_path, monkeypatch):
+    """A file edited while the fixes are being staged (as during `git status`) is not
+    overwritten, and no other file is written either."""
+    root = _two_file_tree(tmp_path)
+    real_add = safeio.Staged.add
+    victim = root / "drivers" / "demo" / "demo.c"
+
+    def add_then_edit(self, path, data, before, root=None):
+        real_add(self, path, data, before, root)
+        if not victim.read_text().startswith("// edited"):
+            victim.write_text("// edited by the user\n" + DRIVER)
+
+    monkeypatch.setattr(safeio.Staged, "add", add_then_edit)
+    got = run("fix", root, "--target", "mainline", "--apply")
+    monkeypatch.undo()
+    assert got.exit_code == 1
+    assert error_lines(got.stderr) == ["Error: drivers/demo/demo.c: changed while the fixes were written; "
+                                       "nothing written, scan again"]
+    assert victim.read_text() == "// edited by the user\n" + DRIVER
+    assert (root / "drivers/demo/other.c").read_text() == DRIVER.replace("demo", "other")
+    assert not [p for p in root.rglob("*.wqlint")]
+
+
+@pytest.fixture
+def open_tmp(tmp_path):
+    """A directory other users can reach (pytest's own is root's alone)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="wqlint-robust-"))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_apply_keeps_mode_and_refuses_unwritable_files(open_tmp):
+    tmp_path = open_tmp
+    root = _two_file_tree(tmp_path)
+    os.chmod(root / "drivers/demo/demo.c", 0o640)
+    os.chmod(root / "drivers/demo/other.c", 0o444)
+    before = tree_hash(root)
+    if os.geteuid() == 0:
+        shutil.chown(tmp_path, "nobody")
+        for p in [root, *root.rglob("*")]:
+            shutil.chown(p, "nobody")
+        before = tree_hash(root)
+        got = cli("fix", root, "--target", "mainline", "--apply", user="nobody")
+    else:
+        got = cli("fix", root, "--target", "mainline", "--apply")
+    no_traceback(got)
+    assert got.returncode == 1
+    assert error_lines(got.stderr) == ["Error: drivers/demo/other.c: not writable; nothing written"]
+    assert tree_hash(root) == before
+    os.chmod(root / "drivers/demo/other.c", 0o644)
+    got = cli("fix", root, "--target", "mainline", "--apply")
+    assert got.returncode == 0, got.stderr
+    st = os.stat(root / "drivers/demo/demo.c")
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    if os.geteuid() == 0:
+        assert st.st_uid == os.stat(root).st_uid  # nobody's file stays nobody's
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the tree to another user")
+def test_dubious_ownership_keeps_the_uncommitted_work_protection(tmp_path):
+    root = tiny_tree(tmp_path)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t", HOME=str(tmp_path))
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "base"]):
+        subprocess.run(cmd, cwd=root, check=True, env=env)
+    (root / "drivers/demo/demo.c").write_text(DRIVER + "/* work in progress */\n")
+    subprocess.run(["chown", "-R", "nobody", str(root)], check=True)
+    before = tree_hash(root)
+    got = cli("fix", root, "--target", "mainline", "--apply")  # as root: git refuses the repository
+    no_traceback(got)
+    assert got.returncode == 1
+    [line] = error_lines(got.stderr)
+    assert line.startswith(f"Error: {root}: in a git work tree, but git cannot tell which files have "
+                           "uncommitted changes: fatal: detected dubious ownership in repository")
+    assert line.endswith("; use --force to write anyway")
+    assert tree_hash(root) == before
+    got = cli("fix", root, "--target", "mainline", "--apply", "--force")
+    assert got.returncode == 0, got.stderr
+    st = os.stat(root / "drivers/demo/demo.c")
+    assert st.st_uid != 0 and stat.S_IMODE(st.st_mode) == 0o644
+
+
+def test_apply_refuses_a_target_that_is_not_a_regular_file(tmp_path):
+    root = tiny_tree(tmp_path)
+
+    class Change:
+        path = "drivers/demo/fifo.c"
+        before = ""
+        after = "x"
+
+    os.mkfifo(root / Change.path)
+    before = tree_hash(root)
+    with pytest.raises(apply_mod.ApplyError, match="drivers/demo/fifo.c: cannot read: is a FIFO"):
+        apply_mod.apply(root, [Change()], force=True)
+    assert tree_hash(root) == before
+
+
+# -- -o -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["devnull", "fifo", "missing-dir"])
+def test_output_that_cannot_be_a_file_is_a_usage_error_before_any_work(tmp_path, kind):
+    root = tiny_tree(tmp_path)
+    if kind == "devnull":
+        out, problem = Path("/dev/null"), "is a device, not a regular file, not replaced"
+    elif kind == "fifo":
+        out, problem = tmp_path / "fifo", "is a FIFO, not a regular file, not replaced"
+        os.mkfifo(out)
+    else:
+        out, problem = tmp_path / "nowhere" / "x.json", f"directory {tmp_path / 'nowhere'} does not exist"
+    before = tree_hash(tmp_path)
+    got = cli("scan", root, "-o", out, "--format", "json")
+    no_traceback(got)
+    assert got.returncode == 2
+    assert error_lines(got.stderr) == [f"Error: -o {out}: {problem}"]
+    assert tree_hash(tmp_path) == before
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_output_keeps_the_mode_of_what_it_replaces_and_new_files_follow_the_umask(tmp_path):
+    root = tiny_tree(tmp_path)
+    old = tmp_path / "old.json"
+    old.write_text("{}")
+    os.chmod(old, 0o664)
+    assert cli("scan", root, "-o", old).returncode == 1
+    assert stat.S_IMODE(os.stat(old).st_mode) == 0o664
+    new = tmp_path / "new.json"
+    mask = os.umask(0o022)
+    try:
+        assert cli("scan", root, "-o", new).returncode == 1
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(os.stat(new).st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.json", "old.json", "tree"]
+
+
+# -- inputs that are not regular files ----------------------------------------------------
+
+def _special(root: Path, kind: str, tmp_path: Path) -> Path:
+    p = root / "drivers" / "demo" / f"{kind}.c"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(p))
+        s.close()
+    elif kind == "devzero":
+        p.symlink_to("/dev/zero")
+    elif kind == "outside":
+        (tmp_path / "secret.c").write_text(DRIVER)
+        p.symlink_to(tmp_path / "secret.c")
+    return p
+
+
+@pytest.mark.parametrize("kind,problem", [
+    ("fifo", "is a FIFO, not a regular file"),
+    ("socket", "not a regular file"),
+    ("devzero", "a symbolic link out of the tree {root}, not read"),
+    ("outside", "a symbolic link out of the tree {root}, not read"),
+])
+def test_named_file_that_is_not_a_regular_file_in_the_tree(tmp_path, kind, problem):
+    root = tiny_tree(tmp_path)
+    p = _special(root, kind, tmp_path)
+    before = tree_hash(tmp_path)
+    got = cli("scan", p, timeout=60)
+    no_traceback(got)
+    assert got.returncode == 3
+    assert error_lines(got.stderr) == [f"Error: {p}: " + problem.format(root=root)]
+    assert tree_hash(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devzero"])
+def test_makefile_that_never_ends(tmp_path, kind):
+    root = tiny_tree(tmp_path)
+    (root / "Makefile").unlink()
+    if kind == "fifo":
+        os.mkfifo(root / "Makefile")
+    else:
+        (root / "Makefile").symlink_to("/dev/zero")
+    got = cli("scan", root / "drivers", timeout=60)
+    no_traceback(got)
+    # not a regular file: no kernel tree found there, so the directory is scanned alone
+    assert got.returncode == 1
+    assert "assuming v6.12 semantics" in got.stderr
+
+
+def test_facts_cache_that_is_a_fifo_or_mangled_is_rebuilt(tmp_path):
+    from wqlint import facts
+
+    root = tiny_tree(tmp_path)
+    build = tmp_path / "build"
+    build.mkdir()
+    os.mkfifo(build / facts.FACTS_NAME)
+    assert facts._read(str(build / facts.FACTS_NAME)) is None
+    os.unlink(build / facts.FACTS_NAME)
+    (build / facts.FACTS_NAME).write_text(json.dumps({
+        "format": facts.FORMAT, "wqlint": facts.__version__, "root": str(root),
+        "deps": [1, 2], "sites": {"a.c": 3}, "wrappers": 7}))
+    got = facts.obtain(str(root), str(build))
+    assert got.built and isinstance(got.wrappers, frozenset)
+
+
+# -- --findings JSON ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("doc,problem", [
+    ("[" * 100000 + "]" * 100000, "(nested too deeply)"),
+    ('{"findings": [1]}', "(finding 1: not an object)"),
+    ('{"findings": [{"rule": "a", "severity": "w", "path": "x.c", "line": "1", "column": 1, '
+     '"message": "m"}]}', "(finding 1: 'line' missing or not a int)"),
+    ('{"findings": [{"rule": "a", "severity": "w", "path": "x.c", "line": 1, "column": 1, '
+     '"message": "m", "chain": [[]]}]}', "(finding 1: 'chain' is not a list of steps)"),
+    ('{"findings": {}}', "(no list of findings)"),
+    ('"x"', "(no list of findings)"),
+])
+def test_crafted_findings_json(tmp_path, doc, problem):
+    root = tiny_tree(tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(doc)
+    before = tree_hash(root)
+    got = cli("fix", root, "--target", "mainline", "--findings", bad, "--apply")
+    no_traceback(got)
+    assert got.returncode == 3
+    assert error_lines(got.stderr) == [f"Error: {bad}: not a `wqlint scan --format json` document {problem}"]
+    assert tree_hash(root) == before
+
+
+def test_findings_json_that_is_a_fifo(tmp_path):
+    root = tiny_tree(tmp_path)
+    os.mkfifo(tmp_path / "scan.json")
+    got = cli("fix", root, "--target", "mainline", "--findings", tmp_path / "scan.json", "--diff", timeout=60)
+    assert got.returncode == 3
+    assert error_lines(got.stderr) == [f"Error: {tmp_path / 'scan.json'}: cannot read: is a FIFO, not a regular file"]
