@@ -7,12 +7,12 @@ from annotations import marks
 from conftest import FIXTURES, REPO
 from helpers import scan_json
 
-TREES = [REPO / "examples" / "demo-tree", FIXTURES / "rules"]
+TREES = [REPO / "examples" / "demo-tree", FIXTURES / "rules", FIXTURES / "mainline"]
 
 
 @pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
 def test_findings_match_marks(tree):
-    doc, result = scan_json(tree, "--kernel-version", "6.12")
+    doc, result = scan_json(tree, "--kernel-version", "7.3")
     expected, forbidden = marks(tree)
     got = {(f["path"], f["line"], f["rule"]) for f in doc["findings"]}
     assert expected, "fixture has no marks"

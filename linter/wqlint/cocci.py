@@ -22,13 +22,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from wqlint import api
 from wqlint.finding import Finding, InputError, Step
 from wqlint.project_files import locate
 
 ENGINE = "coccinelle"
-# Names whose presence makes a file worth parsing (spatch would otherwise parse every file).
-TRIGGERS = (b"alloc_workqueue", b"create_workqueue", b"create_singlethread_workqueue",
-            b"create_freezable_workqueue")
+# Names whose presence makes a file worth parsing (spatch would otherwise parse every file):
+# what callers write, less the names that contain another one.
+_WRITTEN = api.PUBLIC_FUNCTIONS + api.ORDERED_MACROS + api.LEGACY_MACROS
+TRIGGERS = tuple(n.encode() for n in _WRITTEN if not any(o != n and o in n for o in _WRITTEN))
 SOURCE_SUFFIXES = (".c", ".h")
 SKIP_DIRS = {".git", ".hg", ".svn", ".pc"}
 PER_FILE_TIMEOUT = 200  # seconds, as the kernel's own .cocciconfig asks

@@ -44,7 +44,7 @@ import re
 import time
 import zlib
 
-from wqlint import __version__
+from wqlint import __version__, api
 
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
 # checker process, and those imports would cost more than reading the facts.
@@ -52,7 +52,7 @@ from wqlint import __version__
 FORMAT = 2
 FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
-SINKS = ("alloc_workqueue", "alloc_workqueue_lockdep_map", "__alloc_workqueue")
+SINKS = tuple(api.SINKS)
 
 
 class FactsError(Exception):

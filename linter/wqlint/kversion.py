@@ -1,9 +1,6 @@
-"""Kernel-version facts: what max_active means on the version being scanned.
+"""The kernel version being scanned: read from a tree's Makefile or given, and shown.
 
-v6.6 (636b927eba5b) made unbound max_active per CPU; v6.9 (5797b1c18919) made it
-system-wide, split across NUMA nodes by online CPUs. The 6.6.y LTS line got the v6.9 fix in
-6.6.23 and lost it again in 6.6.25, so 6.6.y is per CPU. v6.9 (3bc1e711c26b) stopped
-treating unbound queues with max_active 1 as ordered. v6.13 raised WQ_MAX_ACTIVE to 2048.
+What a version does with a queue is in wqlint.api, with the commits.
 """
 from __future__ import annotations
 
@@ -40,21 +37,3 @@ def from_makefile(root: Path):
 
 def show(version: tuple) -> str:
     return "v" + ".".join(str(x) for x in version[:2]) + (f".{version[2]}" if version[2] else "")
-
-
-def wq_max_active(version: tuple) -> int:
-    return 2048 if version[:2] >= (6, 13) else 512
-
-
-def unbound_scope(version: tuple) -> str:
-    """'node', 'cpu' or 'system': what an unbound queue's max_active limits."""
-    v = version[:2]
-    if v < (6, 6):
-        return "node"
-    if v < (6, 9) or v == (6, 6):
-        return "cpu"  # 6.6.y LTS included: the system-wide series was reverted there
-    return "system"
-
-
-def unbound_one_is_ordered(version: tuple) -> bool:
-    return unbound_scope(version) != "system"

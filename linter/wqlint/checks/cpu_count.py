@@ -1,7 +1,7 @@
 """unbound-max-active-cpu-count and percpu-max-active-cpu-count."""
 from __future__ import annotations
 
-from wqlint import kversion
+from wqlint import api, kversion
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site, flag_info
 from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along, tunables
@@ -36,7 +36,7 @@ def check(site: Site, ctx: CheckContext) -> list:
             parts.append(f"per-CPU queue: max_active is per CPU on every kernel; with {n} CPUs "
                          f"max_active = {at_n}, up to {n} x {at_n} = {n * at_n} in-flight items")
     else:
-        scope = kversion.unbound_scope(ctx.version)
+        scope = api.unbound_scope(ctx.version)
         if scope == "node":
             parts.append(f"on {ver} max_active of an unbound queue is per NUMA node")
             if at_n is not None:

@@ -1,7 +1,7 @@
 """max-active-over-limit: a value the kernel will clamp, with a warning, at run time."""
 from __future__ import annotations
 
-from wqlint import kversion
+from wqlint import api, kversion
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site, flag_info
 from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along
@@ -10,8 +10,8 @@ RULE = "max-active-over-limit"
 
 
 def _limit(ctx: CheckContext, unbound: bool, ncpus: int) -> int:
-    limit = kversion.wq_max_active(ctx.version)
-    if unbound and kversion.unbound_scope(ctx.version) == "node":
+    limit = api.wq_max_active(ctx.version)
+    if unbound and api.unbound_scope(ctx.version) == "node":
         return max(limit, 4 * ncpus)  # WQ_UNBOUND_MAX_ACTIVE before v6.6
     return limit
 

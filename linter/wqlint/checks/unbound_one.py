@@ -1,7 +1,7 @@
 """unbound-max-active-one: unbound, max_active 1, not created as an ordered queue."""
 from __future__ import annotations
 
-from wqlint import kversion
+from wqlint import api, kversion
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site, flag_info
 from wqlint.scan.values import evaluate, find_path, Const
@@ -19,7 +19,7 @@ def check(site: Site, ctx: CheckContext) -> list:
     if values != {1} or not complete:
         return []
     ver = kversion.show(ctx.version)
-    if kversion.unbound_one_is_ordered(ctx.version):
+    if api.unbound_one_is_ordered(ctx.version):
         detail = f"on {ver} it is still ordered implicitly; from v6.9 on it is not (3bc1e711c26b): it breaks on upgrade"
     else:
         detail = f"on {ver} items can run concurrently on different NUMA nodes (3bc1e711c26b)"

@@ -13,15 +13,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from wqlint import api
 from wqlint.finding import Finding
 from wqlint.fix import layout
 from wqlint.fix.model import Edit
 from wqlint.scan import parser
 from wqlint.scan.source import SourceFile
 
-CPU_COUNT_CALLS = ("num_online_cpus", "num_possible_cpus", "num_present_cpus", "num_active_cpus")
-CPU_COUNT_NAMES = ("nr_cpu_ids",)
-ALLOCATORS = ("alloc_workqueue", "alloc_workqueue_lockdep_map")
+CPU_COUNT_CALLS = api.CPU_COUNT_CALLS
+CPU_COUNT_NAMES = api.CPU_COUNT_NAMES
+ALLOCATORS = api.PUBLIC_FUNCTIONS  # calls that make the queue where they stand
 # Lower precedence than '|': such a flags expression is parenthesised before '| WQ_PERCPU'.
 _LOW_PRECEDENCE = ("conditional_expression", "assignment_expression", "comma_expression")
 _NULL_CHECK = ("!{x}", "{x} == NULL", "NULL == {x}", "unlikely(!{x})", "!({x})")

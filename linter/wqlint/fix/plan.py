@@ -7,11 +7,10 @@ an edit are listed with the reason, so nothing is silently left out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Optional
 
-from wqlint import kversion
+from wqlint import api, kversion
 from wqlint.finding import Finding, Report
 from wqlint.fix import edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
@@ -48,12 +47,12 @@ class Plan:
         return [f for c in self.changes for f in c.fixes]
 
 
-def tree_facts(root: Path) -> edit_kinds.TreeFacts:
+def tree_facts(root: Path, version: tuple) -> edit_kinds.TreeFacts:
     header = root / API_HEADER
     try:
         text = header.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        text = resources.files("wqlint.scan").joinpath("api", "workqueue.h").read_text(encoding="utf-8")
+        text = api.builtin_header(version).decode()
     return edit_kinds.tree_facts(text)
 
 
@@ -62,7 +61,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
     root = Path(report.root)
     version = tuple(report.kernel_version)
     result = Plan(root, target, version)
-    facts = tree_facts(root)
+    facts = tree_facts(root, version)
     if target == "reference" and not facts.has_reference_api:
         result.notes.append(f"{API_HEADER} has no workqueue_set_global_max_active_cpus(): the reference "
                             "fixes need the patch series in kernel/ applied to build")

@@ -1,8 +1,8 @@
 """The tree-sitter engine: find every allocation, follow wrappers, resolve, run the checks.
 
-Only alloc_workqueue() and alloc_workqueue_lockdep_map(), the functions that really create a
-queue, are known by name. Every other entry point (alloc_ordered_workqueue(), the create_*()
-macros, devm_alloc_workqueue(), a subsystem's own helper) is found as a *wrapper*: a function
+Only the functions that really create a queue (wqlint.api.SINKS) are known by name. Every
+other entry point (alloc_ordered_workqueue(), the create_*() macros, a subsystem's own helper,
+a variadic `#define f(...) alloc_hooks(g(__VA_ARGS__))`) is found as a *wrapper*: a function
 or macro that forwards one of its parameters into flags or max_active. The finding then moves
 to each call of the wrapper, where the parameter has a value.
 """
@@ -12,11 +12,10 @@ import dataclasses
 import os
 import re
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Optional
 
-from wqlint import kversion
+from wqlint import api, kversion
 from wqlint.checks import CHECKS
 from wqlint.finding import InputError, Report, Step
 from wqlint.scan import parser
@@ -26,10 +25,7 @@ from wqlint.scan.site import CheckContext, FlagBits, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
 
-# name -> (index of flags, index of max_active). __alloc_workqueue() is the primitive of
-# kernel/workqueue.c since v6.10; alloc_workqueue() is it on older trees. Everything else,
-# devm_alloc_workqueue() included, is found as a wrapper of one of these.
-SINKS = {"alloc_workqueue": (1, 2), "alloc_workqueue_lockdep_map": (1, 2), "__alloc_workqueue": (1, 2)}
+SINKS = api.SINKS  # name -> (index of flags, index of max_active)
 # Rules that read only the flags: reported where the flags are known, even when the
 # max_active of the same call still comes from a wrapper's caller.
 FLAG_RULES = frozenset({"missing-affinity-flag"})
@@ -136,8 +132,7 @@ class Engine:
                                   f"{kversion.show(self.version)} semantics (use --kernel-version)")
         extra = {}
         if not (self.root / API_HEADER).is_file():
-            extra[BUILTIN_HEADER_REL] = resources.files("wqlint.scan").joinpath(
-                "api", "workqueue.h").read_bytes()
+            extra[BUILTIN_HEADER_REL] = api.builtin_header(self.version)
             self.api_header = BUILTIN_HEADER_REL
         else:
             self.api_header = API_HEADER
@@ -171,6 +166,7 @@ class Engine:
             if occ is None:
                 continue
             pat = re.compile(rb"\b" + sink.encode() + rb"\s*(\(|\\?$)")
+            define = re.compile(rb"\s*#\s*define\s+" + sink.encode() + rb"\b")
             for rel, line in occ:
                 outside = self._outside_focus(rel)
                 if outside and not self._reachable(rel, self.index.peek(rel, line)):
@@ -179,8 +175,8 @@ class Engine:
                 if src is None:
                     continue
                 text = src.line_bytes(line)
-                if not pat.search(text) or re.match(rb"\s*(\*|//)", text):
-                    continue
+                if not pat.search(text) or re.match(rb"\s*(\*|//)", text) or define.match(text):
+                    continue  # a comment, or the API's own macro (v6.17's alloc_hooks() form)
                 span = src._define_span(line)
                 chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
                 if chunk is None:
@@ -203,25 +199,39 @@ class Engine:
                         continue  # the API's own definition
                     if outside and scope.name not in self.focus_words:
                         continue  # neither near the focus nor a wrapper it calls
-                    if len(args) <= mi:
+                    spread = _variadic_forward(args, scope, chunk)
+                    if len(args) <= mi and spread is None:
                         self._parse_errors.setdefault(rel, f"line {line}: {sink}() with {len(args)} arguments")
                         continue
                     self.resolver.budget = SITE_BUDGET
                     self.resolver.home = rel
-                    flags = self.resolver.resolve(args[fi], scope)
-                    max_active = self.resolver.resolve(args[mi], scope)
+                    flags = self._argument(args, fi, scope, spread, line, src)
+                    max_active = self._argument(args, mi, scope, spread, line, src)
                     step = Step(rel, line, src.line_text(line).strip(),
-                                f"{sink}(flags '{_short(parser.text(args[fi]), 50)}', "
-                                f"max_active '{_short(parser.text(args[mi]), 50)}')")
+                                f"{sink}(flags '{_arg_text(args, fi, spread)}', "
+                                f"max_active '{_arg_text(args, mi, spread)}')")
                     found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0, (fi, mi))
                     if self.index.misses == misses:
                         self._site_memo[memo_key] = found
                     out.extend(found)
         return out
 
+    def _argument(self, args, i, scope: Scope, spread, line, src):
+        """The value of argument i of a call; inside a variadic macro whose __VA_ARGS__ covers
+        it, the macro's own parameter at the matching position."""
+        if spread is not None and i >= spread:
+            index = len(scope.params) - 1 + (i - spread)
+            name = _arg_text(args, i, spread)
+            return Param(Step(src.rel, line, src.line_text(line).strip(),
+                              f"argument {i + 1} is argument {index + 1} of {scope.name}() "
+                              f"through {name.split('[')[0]}"), scope.name, index, name)
+        return self.resolver.resolve(args[i], scope)
+
     def _is_declaration(self, chunk, sink, line) -> bool:
         text = chunk.source.line_text(line)
-        return bool(re.search(r"^\s*(extern\s+)?(struct\s+workqueue_struct\s*\*\s*)?" + sink + r"\s*\(\s*const\b", text)
+        # A prototype or a definition: its first parameter starts with a type.
+        return bool(re.search(r"^\s*(extern\s+)?(struct\s+workqueue_struct\s*\*\s*)?" + sink
+                              + r"\s*\(\s*(const|struct|unsigned|int|char|void)\b", text)
                     or re.search(r"\*\s*\n?\s*" + sink + r"\s*\(", text) and "const char" in text)
 
     def _expand(self, entry, call, chunk, scope: Scope, flags, max_active, prefix, via, depth, args_at) -> list:
@@ -428,6 +438,23 @@ def _only_in_comments(chunk, name: str, line: int) -> bool:
         if node is None:
             return False
     return True
+
+
+def _arg_text(args, i, spread) -> str:
+    if spread is not None and i >= spread:
+        name = parser.text(args[spread])
+        return f"{'__VA_ARGS__' if name == '__va' else name}[{i - spread}]"
+    return _short(parser.text(args[i]), 50)
+
+
+def _variadic_forward(args, scope: Scope, chunk):
+    """Where a variadic macro spreads its variable arguments into this call (the position of
+    `__VA_ARGS__` or `args` of `args...` when it is the call's last argument), else None."""
+    if scope.kind != "macro" or not getattr(chunk, "macro_variadic", False) or not scope.params:
+        return None
+    if args and args[-1].type == "identifier" and parser.text(args[-1]) == scope.params[-1]:
+        return len(args) - 1
+    return None
 
 
 def _forwarded_index(flags, function: str) -> int:

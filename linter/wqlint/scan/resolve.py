@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.index import TreeIndex, definition_root
@@ -20,11 +21,10 @@ from wqlint.scan.values import (
     Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
 )
 
-# The CPU counts of include/linux/cpumask.h: what the rules are about.
-CPU_COUNT_CALLS = {"num_online_cpus", "num_possible_cpus", "num_present_cpus", "num_active_cpus"}
-CPU_COUNT_NAMES = {"nr_cpu_ids"}
-CPU_COUNT_STATIC = {"NR_CPUS": 8192}  # CONFIG_NR_CPUS of distribution x86_64 kernels (MAXSMP)
-CPU_MASK_COUNT = {"cpumask_weight"}
+CPU_COUNT_CALLS = frozenset(api.CPU_COUNT_CALLS)
+CPU_COUNT_NAMES = frozenset(api.CPU_COUNT_NAMES)
+CPU_COUNT_STATIC = api.CPU_COUNT_STATIC
+CPU_MASK_COUNT = frozenset(api.CPU_MASK_COUNT)
 MINMAX = {
     "min": ("min", 0), "max": ("max", 0), "min_t": ("min", 1), "max_t": ("max", 1),
     "umin": ("min", 0), "umax": ("max", 0), "min3": ("min", 0), "max3": ("max", 0),
@@ -136,6 +136,12 @@ class Scope:
                     if name:
                         out[name] = parser.text(p.child_by_field_name("type"))
         return out
+
+
+def _macro_param(p: str) -> str:
+    """A macro parameter's name: `...` is __VA_ARGS__ (spelt __va in a parsed body), `args...`
+    is args."""
+    return "__va" if p == "..." else (p[:-3].strip() if p.endswith("...") else p)
 
 
 def scope_of(chunk: Chunk, node) -> Scope:
@@ -393,8 +399,8 @@ class Resolver:
             return None
         name, params = m.group(2), m.group(4)
         plist = [p.strip() for p in params.split(",")] if params is not None else None
-        cparams = ", ".join("long " + (p[:-3] if p.endswith("...") else ("__va" if p == "..." else p))
-                            for p in (plist or []) if p) or "void"
+        names = [_macro_param(p) for p in (plist or []) if p]
+        cparams = ", ".join("long " + p for p in names) or "void"
         head = f"void {name}({cparams}){{"
         body = raw[m.end():]
         body = re.sub(r"\\\n", " \n", body).replace("##", "  ").replace("__VA_ARGS__", "__va       ")
@@ -405,9 +411,9 @@ class Resolver:
         chunk = Chunk(src, first, last)
         chunk.tree = parser.parse(synthetic)
         chunk.macro_kind = "macro"
-        chunk.macro_params = [(p[:-3] if p.endswith("...") else ("__va" if p == "..." else p))
-                              for p in (plist or [])]
+        chunk.macro_params = [_macro_param(p) for p in (plist or [])]
         chunk.macro_is_function = plist is not None
+        chunk.macro_variadic = bool(plist) and plist[-1].endswith("...")
         chunk.shifted = len(head) != width  # columns on the first line are not exact
         self._macro_chunks[key] = chunk
         return chunk

@@ -4,7 +4,7 @@
 #include <linux/workqueue.h>
 
 #define QM_WQ_FLAGS	(WQ_HIGHPRI | WQ_MEM_RECLAIM | WQ_UNBOUND)
-#define QM_MAX_WORKERS	(2 * num_possible_cpus())
+#define QM_MAX_WORKERS	(8 * num_possible_cpus())
 
 static int qm_threads = 4;
 module_param(qm_threads, int, 0444);

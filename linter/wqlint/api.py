@@ -1,0 +1,227 @@
+"""The one description of the kernel's workqueue API that wqlint relies on.
+
+Everything else reads it: the scanner (which calls allocate a queue, where their flags and
+max_active are), `wqlint check` (what is left of them after cpp), the tree facts, the fixer,
+the Coccinelle engine (and a test holds the .cocci name lists to it), and the rules (what a
+kernel version does with a queue). The scanned tree's own include/linux/workqueue.h always
+wins over what is written here: these facts are used to read it, to word the messages, and to
+stand in for it (builtin_header()) where no kernel tree is at hand.
+
+Facts carry the upstream commit that made them true; check them in a tree before changing one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Version = tuple  # (major, minor, sublevel)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An allocation entry point: a call that creates a workqueue."""
+
+    name: str
+    flags_arg: int  # index of the flags argument
+    max_active_arg: int  # index of max_active (-1: fixed by the entry point)
+    kind: str  # "function": creates the queue; "macro": expands to another entry point
+    public: bool  # written by callers (False: internal or the _noprof half of alloc_hooks())
+    since: Version
+    commit: str = ""
+    adds: tuple = ()  # flags a macro ORs in
+    max_active: "int | None" = None  # max_active a macro passes
+    legacy: bool = False  # the deprecated create_*workqueue() family
+
+
+ENTRIES = (
+    Entry("alloc_workqueue", 1, 2, "function", True, (2, 6, 36)),
+    # v6.17 (fda6add92438): alloc_workqueue() became
+    # `#define alloc_workqueue(...) alloc_hooks(alloc_workqueue_noprof(__VA_ARGS__))`.
+    Entry("alloc_workqueue_noprof", 1, 2, "function", False, (6, 17), "fda6add92438"),
+    Entry("alloc_workqueue_lockdep_map", 1, 2, "function", True, (6, 12)),
+    # kernel/workqueue.c's static primitive since v6.10, handed a va_list.
+    Entry("__alloc_workqueue", 1, 2, "function", False, (6, 10)),
+    Entry("devm_alloc_workqueue", 2, 3, "function", True, (7, 1), "1dfc9d60a69e"),
+    Entry("devm_alloc_workqueue_noprof", 2, 3, "function", False, (7, 1), "0de4cb473aed"),
+    Entry("alloc_ordered_workqueue", 1, -1, "macro", True, (2, 6, 37),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+    Entry("alloc_ordered_workqueue_lockdep_map", 1, -1, "macro", True, (6, 12),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+    Entry("devm_alloc_ordered_workqueue", 2, -1, "macro", True, (7, 1),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+    Entry("drmm_alloc_ordered_workqueue", 2, -1, "macro", True, (6, 8),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+    Entry("create_workqueue", -1, -1, "macro", True, (2, 6, 0),
+          adds=("__WQ_LEGACY", "WQ_MEM_RECLAIM"), max_active=1, legacy=True),
+    Entry("create_freezable_workqueue", -1, -1, "macro", True, (2, 6, 0),
+          adds=("__WQ_LEGACY", "WQ_FREEZABLE", "WQ_UNBOUND", "WQ_MEM_RECLAIM"), max_active=1,
+          legacy=True),
+    Entry("create_singlethread_workqueue", -1, -1, "macro", True, (2, 6, 0),
+          adds=("__WQ_LEGACY", "WQ_MEM_RECLAIM", "WQ_UNBOUND", "__WQ_ORDERED"), max_active=1,
+          legacy=True),
+)
+BY_NAME = {e.name: e for e in ENTRIES}
+
+# The functions that really create a queue, with where their flags and max_active are: every
+# call of one is an allocation. alloc_workqueue() and devm_alloc_workqueue() stay here after
+# they became alloc_hooks() macros, since callers keep writing them; the macro's own
+# definition is then the API's, never a caller's. Everything else (the ordered and legacy
+# macros, devm_/drmm_ helpers, a subsystem's own wrapper) is found as a wrapper of these,
+# from the tree's own definitions.
+SINKS = {e.name: (e.flags_arg, e.max_active_arg) for e in ENTRIES if e.kind == "function"}
+# What callers write: the names the Coccinelle rules match (spatch reads unexpanded source).
+PUBLIC_FUNCTIONS = tuple(e.name for e in ENTRIES if e.kind == "function" and e.public)
+LEGACY_MACROS = tuple(e.name for e in ENTRIES if e.legacy)
+ORDERED_MACROS = tuple(e.name for e in ENTRIES if e.kind == "macro" and not e.legacy)
+# The macro that wraps an allocation for memory allocation profiling (v6.17, fda6add92438):
+# `alloc_hooks(call)` is `call` for everything wqlint asks.
+TRANSPARENT_CALLS = ("alloc_hooks",)
+NOPROF_SUFFIX = "_noprof"
+
+# The CPU counts of include/linux/cpumask.h: what the max_active rules are about.
+CPU_COUNT_CALLS = ("num_online_cpus", "num_possible_cpus", "num_present_cpus", "num_active_cpus")
+CPU_COUNT_NAMES = ("nr_cpu_ids",)
+CPU_COUNT_STATIC = {"NR_CPUS": 8192}  # CONFIG_NR_CPUS of distribution x86_64 kernels (MAXSMP)
+CPU_MASK_COUNT = ("cpumask_weight",)
+CPU_COUNT_ALL = CPU_COUNT_CALLS + CPU_COUNT_NAMES + tuple(CPU_COUNT_STATIC) + CPU_MASK_COUNT
+
+# The queues of the system that are deprecated (__WQ_DEPRECATED, v7.2, 64d8eae3f895: the first
+# work queued on one prints pr_warn_once) and what replaces them (v6.17, 128ea9f6ccfb).
+DEPRECATED_SYSTEM_QUEUES = {"system_wq": "system_percpu_wq", "system_unbound_wq": "system_dfl_wq"}
+
+# WQ_* flag bits as include/linux/workqueue.h has them, and the version each appeared in.
+FLAG_BITS = (
+    ("WQ_BH", 0, (6, 9)),
+    ("WQ_UNBOUND", 1, (2, 6, 36)),
+    ("WQ_FREEZABLE", 2, (2, 6, 36)),
+    ("WQ_MEM_RECLAIM", 3, (2, 6, 36)),
+    ("WQ_HIGHPRI", 4, (2, 6, 36)),
+    ("WQ_CPU_INTENSIVE", 5, (2, 6, 36)),
+    ("WQ_SYSFS", 6, (3, 10)),
+    ("WQ_POWER_EFFICIENT", 7, (3, 11)),
+    # v6.17 (930c2ea566af); Debian's 6.12.y carries it too: a tree's own header wins.
+    ("WQ_PERCPU", 8, (6, 17)),
+    ("__WQ_DESTROYING", 15, (6, 4)),
+    ("__WQ_DRAINING", 16, (2, 6, 36)),
+    ("__WQ_ORDERED", 17, (3, 14)),
+    ("__WQ_LEGACY", 18, (4, 8)),
+    ("__WQ_DEPRECATED", 19, (7, 2)),
+)
+
+
+def has_flag(name: str, version: Version) -> bool:
+    return any(n == name and version[:3] >= since for n, _, since in FLAG_BITS)
+
+
+# -- what a kernel version does with a queue -----------------------------------------------
+
+def unbound_scope(version: Version) -> str:
+    """'node', 'cpu' or 'system': what an unbound queue's max_active limits.
+
+    Per NUMA node before v6.6; per CPU from v6.6 (636b927eba5b) to v6.8 and on the whole 6.6.y
+    LTS line (the system-wide series was backported to 6.6.23 and reverted in 6.6.25);
+    system-wide from v6.9 (5797b1c18919), frozen at the value seen at allocation."""
+    v = version[:2]
+    if v < (6, 6):
+        return "node"
+    if v < (6, 9) or v == (6, 6):
+        return "cpu"
+    return "system"
+
+
+def unbound_one_is_ordered(version: Version) -> bool:
+    """v6.9 (3bc1e711c26b) stopped treating unbound queues with max_active 1 as ordered."""
+    return unbound_scope(version) != "system"
+
+
+def wq_max_active(version: Version) -> int:
+    """WQ_MAX_ACTIVE: 512, 2048 since v6.13 (with WQ_DFL_ACTIVE 1024)."""
+    return 2048 if version[:2] >= (6, 13) else 512
+
+
+def wq_name_len(version: Version) -> int:
+    """WQ_NAME_LEN of kernel/workqueue.c (a name keeps WQ_NAME_LEN - 1 characters): 24 in
+    v6.1, 32 in v6.12 and later. The scanned tree's own kernel/workqueue.c wins; this stands
+    in only where it is missing."""
+    return 32 if version[:2] >= (6, 12) else 24
+
+
+def affinity_flags_enforced(version: Version) -> bool:
+    """v7.2 (21c05ca88a54): __alloc_workqueue() WARN_ONCEs when a queue has neither
+    WQ_PERCPU nor WQ_UNBOUND (and makes it WQ_PERCPU), or both (and drops WQ_PERCPU)."""
+    return version[:2] >= (7, 2)
+
+
+def system_queues_deprecated(version: Version) -> bool:
+    """v7.2 (64d8eae3f895): system_wq and system_unbound_wq carry __WQ_DEPRECATED."""
+    return version[:2] >= (7, 2)
+
+
+def default_affinity_scope(version: Version) -> str:
+    """The default affinity scope of unbound queues: 'cache' since the affinity scopes of
+    v6.6, 'cache_shard' since v7.1 (5920d046f7ae, made the default by 4cdc8a7389d5)."""
+    if version[:2] >= (7, 1):
+        return "cache_shard"
+    return "cache" if version[:2] >= (6, 6) else "numa"
+
+
+def has_alloc_hooks(version: Version) -> bool:
+    """v6.17 (fda6add92438): alloc_workqueue() is an alloc_hooks() macro."""
+    return version[:2] >= (6, 17)
+
+
+def available(entry: Entry, version: Version) -> bool:
+    return version[:3] >= entry.since
+
+
+# -- a stand-in include/linux/workqueue.h ----------------------------------------------------
+
+def builtin_header(version: Version) -> bytes:
+    """include/linux/workqueue.h as the given version declares what wqlint reads of it: the
+    WQ_* values, the allocation functions and the ordered and legacy macros. Used only when
+    the scanned tree has none of its own (a directory of loose files)."""
+    def show(v):
+        return ".".join(str(x) for x in v[:2])
+    out = ["/* SPDX-License-Identifier: GPL-2.0 */",
+           f"/* The workqueue API of v{show(version)} as wqlint describes it (wqlint/api.py). */",
+           "enum wq_flags {"]
+    for name, bit, since in FLAG_BITS:
+        if version[:3] >= since:
+            out.append(f"\t{name} = 1 << {bit},")
+    out += ["};", "", "enum wq_consts {",
+            f"\tWQ_MAX_ACTIVE = {wq_max_active(version)},",
+            "\tWQ_UNBOUND_MAX_ACTIVE = WQ_MAX_ACTIVE,",
+            "\tWQ_DFL_ACTIVE = WQ_MAX_ACTIVE / 2,",
+            "\tWQ_DFL_MIN_ACTIVE = 8,", "};", ""]
+    if has_alloc_hooks(version):
+        out += ["struct workqueue_struct *",
+                "alloc_workqueue_noprof(const char *fmt, unsigned int flags, int max_active, ...);",
+                "#define alloc_workqueue(...) alloc_hooks(alloc_workqueue_noprof(__VA_ARGS__))"]
+    else:
+        out += ["struct workqueue_struct *",
+                "alloc_workqueue(const char *fmt, unsigned int flags, int max_active, ...);"]
+    if available(BY_NAME["devm_alloc_workqueue"], version):
+        out += ["struct workqueue_struct *",
+                "devm_alloc_workqueue_noprof(struct device *dev, const char *fmt, unsigned int flags,",
+                "\t\t\t    int max_active, ...);",
+                "#define devm_alloc_workqueue(...) alloc_hooks(devm_alloc_workqueue_noprof(__VA_ARGS__))"]
+    if available(BY_NAME["alloc_workqueue_lockdep_map"], version):
+        out += ["struct workqueue_struct *",
+                "alloc_workqueue_lockdep_map(const char *fmt, unsigned int flags, int max_active,",
+                "\t\t\t    struct lockdep_map *lockdep_map, ...);",
+                "#define alloc_ordered_workqueue_lockdep_map(fmt, flags, lockdep_map, args...) \\",
+                "\talloc_workqueue_lockdep_map(fmt, WQ_UNBOUND | __WQ_ORDERED | (flags), 1, lockdep_map, ##args)"]
+    out += ["#define alloc_ordered_workqueue(fmt, flags, args...) \\",
+            "\talloc_workqueue(fmt, WQ_UNBOUND | __WQ_ORDERED | (flags), 1, ##args)"]
+    if available(BY_NAME["devm_alloc_ordered_workqueue"], version):
+        out += ["#define devm_alloc_ordered_workqueue(dev, fmt, flags, args...) \\",
+                "\tdevm_alloc_workqueue(dev, fmt, WQ_UNBOUND | __WQ_ORDERED | (flags), 1, ##args)"]
+    # v7.2 (21c05ca88a54) gave create_workqueue() the WQ_PERCPU the kernel would add anyway.
+    percpu = " | WQ_PERCPU" if affinity_flags_enforced(version) else ""
+    legacy = "__WQ_LEGACY" if has_flag("__WQ_LEGACY", version) else "0"
+    out += ["#define create_workqueue(name) \\",
+            f"\talloc_workqueue(\"%s\", {legacy} | WQ_MEM_RECLAIM{percpu}, 1, (name))",
+            "#define create_freezable_workqueue(name) \\",
+            f"\talloc_workqueue(\"%s\", {legacy} | WQ_FREEZABLE | WQ_UNBOUND | WQ_MEM_RECLAIM, 1, (name))",
+            "#define create_singlethread_workqueue(name) \\",
+            f"\talloc_ordered_workqueue(\"%s\", {legacy} | WQ_MEM_RECLAIM, name)", ""]
+    return "\n".join(out).encode()
