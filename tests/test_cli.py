@@ -49,10 +49,10 @@ def test_sarif_is_valid_and_fingerprinted(tmp_path):
         "unbound-max-active-cpu-count", "percpu-max-active-cpu-count", "unbound-max-active-one",
         "max-active-over-limit", "missing-affinity-flag", "legacy-create-workqueue"]
     res = run0["results"]
-    prints = [r["partialFingerprints"]["wqlintFingerprint/v1"] for r in res]
+    prints = [r["partialFingerprints"]["wqlintFingerprint/v2"] for r in res]
     assert len(set(prints)) == len(prints)
     again = json.loads(run("scan", DEMO, "--format", "sarif").stdout)["runs"][0]["results"]
-    assert prints == [r["partialFingerprints"]["wqlintFingerprint/v1"] for r in again]
+    assert prints == [r["partialFingerprints"]["wqlintFingerprint/v2"] for r in again]
     first = res[0]["locations"][0]["physicalLocation"]
     assert first["artifactLocation"]["uri"] == "drivers/accel/qm.c"
     assert first["region"]["startLine"] == 23

@@ -6,6 +6,7 @@ change and reviews the patch against the unchanged fixture tree.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -110,3 +111,28 @@ def test_rename_and_delete_without_a_tree(repo, tmp_path):
     patches = repo.format_patch(tmp_path / "out", "series", "-2")
     result = run("review", *patches, "--kernel-version", "6.12", "-j", "1")
     assert (result.exit_code, result.stdout) == (0, ""), result.stderr
+
+
+# -- identity -----------------------------------------------------------------------------------
+def test_unrelated_flag_on_the_line_of_an_old_finding_is_neither_introduced_nor_fixed(repo, tmp_path):
+    repo.edit(DEMO, 'alloc_workqueue("demo_old", WQ_UNBOUND, num_possible_cpus());',
+              'alloc_workqueue("demo_old", WQ_UNBOUND | WQ_FREEZABLE,\n\t\t\t\t      num_possible_cpus());')
+    repo.commit("demo: freeze the old queue on suspend")
+    patch = one_patch(repo, tmp_path, "freezable")
+    result = review(patch)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    lines = review(patch, "--all").stdout.splitlines()
+    assert lines[0].startswith(OLD_FINDING)
+    assert lines[-1] == "    pre-existing"
+    assert not any(": fixed: " in ln for ln in lines)
+    # The same identity in SARIF: the scan of the tree before and the review after agree.
+    before = json.loads(run("scan", TREE / DEMO, "--format", "sarif").stdout)["runs"][0]["results"]
+    after = json.loads(review(patch, "--all", "--format", "sarif").stdout)["runs"][0]["results"]
+    assert [r["partialFingerprints"] for r in before] == [r["partialFingerprints"] for r in after]
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in after] == [18]
+
+
+def test_identity_is_rule_function_queue_and_role():
+    data = json.loads(run("scan", TREE / DEMO, "--format", "json").stdout)
+    (f,) = data["findings"]
+    assert f["identity"] == {"function": "demo_init_queues", "queue": '"demo_old"', "role": "max_active"}

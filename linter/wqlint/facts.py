@@ -158,7 +158,7 @@ def encode_site(site) -> dict:
             "flags": encode_value(site.flags, memo), "max_active": encode_value(site.max_active, memo),
             "prefix": [_enc_step(s) for s in site.prefix], "via": list(site.via),
             "suppressed": sorted(site.suppressed), "only": sorted(site.only) if site.only is not None else None,
-            "skip": sorted(site.skip)}
+            "skip": sorted(site.skip), "function": site.function, "queue": site.queue}
 
 
 def decode_site(d: dict, path: str, path_of):
@@ -168,7 +168,8 @@ def decode_site(d: dict, path: str, path_of):
                 flags=decode_value(d["flags"], path_of), max_active=decode_value(d["max_active"], path_of),
                 prefix=[Step(path_of(s[0]), s[1], s[2], s[3]) for s in d["prefix"]], via=list(d["via"]),
                 suppressed=frozenset(d["suppressed"]),
-                only=frozenset(d["only"]) if d["only"] is not None else None, skip=frozenset(d["skip"]))
+                only=frozenset(d["only"]) if d["only"] is not None else None, skip=frozenset(d["skip"]),
+                function=d.get("function", ""), queue=d.get("queue", ""))
 
 
 # -- the facts --------------------------------------------------------------------------------

@@ -38,14 +38,22 @@ class Finding:
     # A hash of the reported call's whole text as scanned (source.call_digest; '' when not
     # known): `fix --findings` uses a saved finding only while its call still reads the same.
     call_sha: str = field(default="", compare=False)
+    # The finding's identity across edits: the function the call is in, the queue's name
+    # argument as written (its format string), and the argument the rule judges.
+    function: str = ""
+    queue: str = ""
+    role: str = "max_active"  # flags | max_active
+
+    def identity(self, path: str = "") -> tuple:
+        """What stays the same while a patch edits, moves or reflows the call: rule, path (or
+        the path given: where a renamed file is now), function, queue name, argument role.
+        Not the line nor its text."""
+        return (self.rule_id, path or self.path, self.function, self.queue, self.role)
 
     def fingerprint(self, path: str = "") -> str:
-        """Stable across runs and line shifts: rule, path (or the path given: where a renamed
-        file is now), the call text and the origin text."""
+        """identity() as a short stable hash (SARIF partialFingerprints, JSON)."""
         import hashlib  # (loads OpenSSL: not for every `wqlint check` process)
-        parts = [self.rule_id, path or self.path]
-        parts.extend(" ".join(step.text.split()) for step in (self.chain[:1] + self.chain[-1:]))
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+        return hashlib.sha256("\0".join(self.identity(path)).encode()).hexdigest()[:32]
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.rule_id)
@@ -59,6 +67,7 @@ class Finding:
             "arguments": {"flags": self.flags_arg, "max_active": self.max_active_arg},
             "hints": sorted(self.hints),
             **({"call_sha256": self.call_sha} if self.call_sha else {}),
+            "identity": {"function": self.function, "queue": self.queue, "role": self.role},
         }
 
     @classmethod
@@ -75,6 +84,8 @@ class Finding:
             flags_arg=int(args.get("flags", -1)), max_active_arg=int(args.get("max_active", -1)),
             hints=frozenset(str(h) for h in d.get("hints", [])),
             call_sha=str(d.get("call_sha256", "")),
+            **{k: str(v) for k, v in (d.get("identity") or {}).items()
+               if k in ("function", "queue", "role")},
         )
 
 

@@ -6,7 +6,7 @@ The patched files form an *overlay* on the tree: the scanner reads them from mem
 everything else from the tree itself, so cross-file resolution works without copying the
 tree. Every line of the overlay remembers which patch and hunk added it.
 
-A finding is *introduced* when it is new after the series (its fingerprint, which ignores line
+A finding is *introduced* when it is new after the series (its identity, which ignores lines
 shifts, was not there before) and its call line or a step of its chain lies on a line the
 series adds: a patch that changes a field assignment is blamed, on that line, for the
 allocation in another file that the field reaches.
@@ -450,11 +450,11 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     moved = {prefix + old: prefix + new for old, new in state.renames.items()} if treepath else dict(state.renames)
 
     def before_key(f):
-        return f.fingerprint(moved.get(f.path, f.path))
+        return f.identity(moved.get(f.path, f.path))
     previous = Counter(before_key(f) for f in before.findings)
     still = Counter()
     for f in after.findings:
-        fp = f.fingerprint()
+        fp = f.identity()
         if still[fp] < previous[fp]:
             still[fp] += 1
             if show_all:
@@ -465,7 +465,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
             result.comments.append(Comment(f, *anchor))
         elif show_all:
             result.unanchored.append(f)
-    remaining = Counter(f.fingerprint() for f in after.findings)
+    remaining = Counter(f.identity() for f in after.findings)
     for f in before.findings:
         fp = before_key(f)
         if remaining[fp] > 0:

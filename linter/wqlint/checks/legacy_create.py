@@ -15,4 +15,4 @@ def check(site: Site, ctx: CheckContext) -> list:
         return []  # __WQ_LEGACY written by hand outside the macros is the API's own business
     migration = (f"Replace {site.entry}() by the call its definition makes, without __WQ_LEGACY "
                  "(`wqlint fix --target mainline` writes it).")
-    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), migration)]
+    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), migration, role="flags")]

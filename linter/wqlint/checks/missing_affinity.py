@@ -18,4 +18,5 @@ def check(site: Site, ctx: CheckContext) -> list:
     # Adding WQ_PERCPU where another value already has an affinity flag would give both.
     hints = frozenset({"flags-conditional"}) if any(v & affinity for v in info.values) else frozenset()
     migration = "Add WQ_PERCPU to keep today's per-CPU behaviour, or WQ_UNBOUND if the work needs no CPU locality."
-    return [finding(site, ctx, RULE, detail + via_text(site).lstrip(), list(site.prefix), migration, hints)]
+    return [finding(site, ctx, RULE, detail + via_text(site).lstrip(), list(site.prefix), migration, hints,
+                    role="flags")]

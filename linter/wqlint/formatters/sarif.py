@@ -44,7 +44,7 @@ def format(report, catalogue) -> str:
             "level": LEVELS[f.severity],
             "message": {"text": f.message + (f"\nFix: {f.migration}" if f.migration else "")},
             "locations": [_location(f.path, f.line, f.col, f.end_col)],
-            "partialFingerprints": {"wqlintFingerprint/v1": f.fingerprint()},
+            "partialFingerprints": {"wqlintFingerprint/v2": f.fingerprint()},
         }
         if f.chain:
             result["codeFlows"] = [{"threadFlows": [{"locations": [

@@ -243,13 +243,13 @@ class Engine:
         # it forwards nothing into flags or max_active (create_freezable_workqueue()).
         if (not mine and scope.kind != "macro") or not scope.name or scope.kind == "file" \
                 or depth >= MAX_WRAPPER_DEPTH:
-            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at)]
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)]
         callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
                                            keep=self._reachable if self.focus is not None else None)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
         if flags_here and callers:
-            here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at)
+            here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)
             here.only = FLAG_RULES
             out.append(here)
         outer_at = (_forwarded_index(flags, scope.name), _direct_param_index(max_active, scope.name))
@@ -285,7 +285,7 @@ class Engine:
                     site.skip = site.skip | FLAG_RULES
                 out.append(site)
         if not callers:
-            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at)]
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)]
         return out
 
     def _reachable(self, rel: str, line_text: bytes) -> bool:
@@ -308,14 +308,19 @@ class Engine:
                     return True
         return False
 
-    def _site(self, entry, call, chunk, flags, max_active, prefix, via, args_at) -> Site:
+    def _site(self, entry, call, chunk, flags, max_active, prefix, via, args_at, scope) -> Site:
         name = call.child_by_field_name("function")
         src = chunk.source
         line = chunk.line_of(name)
+        args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
+        named = next((a for a in args if a.type in ("string_literal", "concatenated_string")),
+                     args[0] if args else None)
         return Site(entry=entry, path=src.rel, line=line, col=chunk.col_of(name),
                     end_col=chunk.end_col_of(name), flags=flags, max_active=max_active,
                     prefix=prefix, via=via, suppressed=self._suppressed(src, line),
-                    flags_arg=args_at[0], max_active_arg=args_at[1])
+                    flags_arg=args_at[0], max_active_arg=args_at[1],
+                    function=scope.name if scope.kind == "function" else "",
+                    queue=" ".join(parser.text(named).split()) if named is not None else "")
 
     @staticmethod
     def _suppressed(src, line) -> frozenset:

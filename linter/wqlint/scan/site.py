@@ -23,6 +23,10 @@ class Site:
     skip: frozenset = frozenset()  # rules judged at another site of the same call
     flags_arg: int = -1  # argument of the reported call that carries the flags (-1: none)
     max_active_arg: int = -1  # argument of the reported call that is max_active (-1: none)
+    # What names the queue across edits (review): the function the reported call is in, and
+    # its name argument (the format string: the first string argument, else the first one).
+    function: str = ""
+    queue: str = ""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def format(review, catalogue) -> str:
             _drop_base(result)
     blamed = {c.finding.fingerprint(): c for c in review.comments if not c.at_call}
     for result in run["results"]:
-        c = blamed.get(result["partialFingerprints"]["wqlintFingerprint/v1"])
+        c = blamed.get(result["partialFingerprints"]["wqlintFingerprint/v2"])
         if c is not None:
             result["relatedLocations"] = [{"id": 1, "physicalLocation": {
                 "artifactLocation": {"uri": c.path, **({"uriBaseId": "SRCROOT"} if review.tree else {})},
