@@ -411,3 +411,96 @@ def test_findings_json_that_is_a_fifo(tmp_path):
     got = cli("fix", root, "--target", "mainline", "--findings", tmp_path / "scan.json", "--diff", timeout=60)
     assert got.returncode == 3
     assert error_lines(got.stderr) == [f"Error: {tmp_path / 'scan.json'}: cannot read: is a FIFO, not a regular file"]
+
+
+# -- deep expressions ---------------------------------------------------------------------
+
+def _deep(kind: str, n: int = 600) -> str:
+    if kind == "parens":
+        return "(" * n + "num_online_cpus()" + ")" * n
+    if kind == "ternary":
+        return "a ? " * n + "num_online_cpus()" + " : 2" * n
+    if kind == "plus":
+        return "1 + " * n + "num_online_cpus()"
+    if kind == "minmax":
+        return "min(" * n + "num_online_cpus()" + ", 8)" * n
+    return "-(" * n + "num_online_cpus()" + ")" * n
+
+
+DEEP = """\
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *deep_wq;
+
+int deep_init(int a)
+{{
+\tint m = {expr};
+
+\tdeep_wq = alloc_workqueue("deep", WQ_UNBOUND, m);
+\treturn deep_wq ? 0 : -1;
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["parens", "ternary", "plus", "minmax", "unary"])
+def test_deeply_nested_expressions_do_not_stop_the_scan(tmp_path, kind):
+    root = tiny_tree(tmp_path)
+    (root / "drivers" / "demo" / "deep.c").write_text(DEEP.format(expr=_deep(kind)))
+    before = tree_hash(root)
+    whole = cli("scan", root, "--format", "json")
+    no_traceback(whole)
+    assert whole.returncode == 1, whole.stderr
+    found = {(f["path"], f["rule"]) for f in json.loads(whole.stdout)["findings"]}
+    assert ("drivers/demo/demo.c", "missing-affinity-flag") in found
+    # the deep file itself: its max_active is past what wqlint follows, the call is still seen
+    assert not error_lines(whole.stderr)
+    one = cli("scan", root / "drivers/demo/demo.c")
+    assert one.returncode == 1 and not error_lines(one.stderr)
+    assert tree_hash(root) == before
+
+
+def test_nesting_within_the_limit_is_still_followed(tmp_path):
+    root = tiny_tree(tmp_path)
+    (root / "drivers" / "demo" / "deep.c").write_text(DEEP.format(expr="(" * 700 + _deep("plus", 150) + ")" * 700))
+    got = cli("scan", root / "drivers/demo/deep.c", "--format", "json", "--cpus", "4")
+    assert got.returncode == 1, got.stderr
+    [f] = [f for f in json.loads(got.stdout)["findings"] if f["rule"] == "max-active-over-limit"]
+    assert f["line"] == 9
+
+
+def test_an_internal_error_costs_one_call_not_the_run(tmp_path, monkeypatch):
+    from wqlint.scan import resolve
+
+    root = tiny_tree(tmp_path)
+    (root / "drivers" / "demo" / "bad.c").write_text(DRIVER.replace("demo", "bad"))
+    real = resolve.Resolver.resolve
+
+    def buggy(self, node, scope, *a, **kw):
+        if scope.src.rel.endswith("bad.c"):
+            raise RuntimeError("boom\nsecond line")
+        return real(self, node, scope, *a, **kw)
+
+    monkeypatch.setattr(resolve.Resolver, "resolve", buggy)
+    got = run("scan", root, "--format", "json")
+    assert got.exit_code == 3
+    assert error_lines(got.stderr) == ["Error: internal error in drivers/demo/bad.c:8: RuntimeError: boom second line"]
+    doc = json.loads(got.stdout)
+    assert [(f["path"], f["rule"]) for f in doc["findings"] if f["path"].startswith("drivers/")] == \
+        [("drivers/demo/demo.c", "missing-affinity-flag")]
+    assert doc["errors"] == [{"path": "drivers/demo/bad.c:8", "problem": "RuntimeError: boom second line"}]
+
+
+def test_an_unexpected_exception_is_one_error_line(tmp_path, monkeypatch):
+    from wqlint.fix import plan
+
+    root = tiny_tree(tmp_path)
+    before = tree_hash(root)
+
+    def broken(*a, **kw):
+        raise KeyError("x")
+
+    monkeypatch.setattr(plan, "plan", broken)
+    got = run("fix", root, "--target", "mainline", "--apply")
+    assert got.exit_code == 3
+    assert got.stderr.splitlines()[-1] == f"Error: internal error in {root}: KeyError: 'x'"
+    assert tree_hash(root) == before

@@ -57,6 +57,33 @@ def _emit(text, output, result):
     sys.exit(result.exit_code())
 
 
+def _guarded(*inputs):
+    """The one place an unexpected exception becomes `Error: internal error in INPUT: ...`
+    and exit 3 (the engines report such a failure per call and go on; this catches what
+    escapes them). inputs: the parameters that name the command's input."""
+    import functools
+
+    def wrap(command):
+        @functools.wraps(command)
+        def run(**params):
+            try:
+                return command(**params)
+            except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit,
+                    SystemExit, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                from wqlint.finding import InternalError
+
+                named = []
+                for name in inputs:
+                    value = params.get(name)
+                    named.extend(value if isinstance(value, (list, tuple)) else [value] if value else [])
+                click.echo(str(InternalError.of(" ".join(map(str, named)) or "the input", exc)), err=True)
+                sys.exit(3)
+        return run
+    return wrap
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wqlint")
 def main():
@@ -71,6 +98,7 @@ def main():
 @click.option("--engine", type=click.Choice(["tree-sitter", "coccinelle"]), default="tree-sitter", show_default=True)
 @_analysis_options
 @click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
+@_guarded("paths")
 def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, progress):
     """Scan PATHS (files or directories of a kernel tree) and report findings.
 
@@ -196,6 +224,7 @@ def rules_cmd(markdown, rules_path):
 @click.option("--all", "show_all", is_flag=True, help="Report the findings that were there before, too.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
 @_analysis_options
+@_guarded("patches", "git_range")
 def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
@@ -342,6 +371,7 @@ def _summary(result) -> None:
 @click.option("--diff", "mode", flag_value="diff", help="Print a unified diff (git apply ready).")
 @click.option("--apply", "mode", flag_value="apply", help="Write the fixes into the tree.")
 @click.option("--force", is_flag=True, help="With --apply: also files with uncommitted changes.")
+@_guarded("paths")
 def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
         rules_path, mode, force):
     """Fix the findings in PATHS: --diff prints the change, --apply makes it.
@@ -385,6 +415,7 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versio
               help="Apply the series to a scratch copy, compile the touched objects, scan again.")
 @click.option("--build-dir", type=click.Path(file_okay=False), default=None,
               help="With --verify: the O= build directory to use [OUT/verify/build].")
+@_guarded("paths")
 def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
          rules_path, out_dir, author, date, verify, build_dir):
     """Bulk fixes for PATHS: OUT/fix.cocci (a semantic patch that makes the same change on any

@@ -100,6 +100,19 @@ class InputError:
         return f"Error: {self.path}: {self.problem}"
 
 
+class InternalError(InputError):
+    """An unexpected exception (a bug, or input that defeats a limit) while processing one
+    input: reported for that input, exit 3, the rest of the run goes on."""
+
+    @classmethod
+    def of(cls, path: str, exc: BaseException) -> "InternalError":
+        text = " ".join(str(exc).split())[:200]
+        return cls(path, f"{type(exc).__name__}{': ' + text if text else ''}")
+
+    def __str__(self) -> str:
+        return f"Error: internal error in {self.path}: {self.problem}"
+
+
 @dataclass
 class Report:
     """Everything a run produced; one place decides the exit code for every command."""

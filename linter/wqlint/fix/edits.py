@@ -461,14 +461,20 @@ def _max_active_here(call: Call, finding: Finding) -> int:
     return i
 
 
-def cpu_ratio(node) -> Optional[tuple]:
+def _unparen_node(node):
+    """node without the parentheses around it (a loop: they may be nested deeply)."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
+def cpu_ratio(node, depth: int = 0) -> Optional[tuple]:
     """(mult, div) when node is a CPU count, k * count, count * k, count / k; else None."""
-    if node is None:
+    node = _unparen_node(node)
+    if node is None or depth > 8:
         return None
     if _is_cpu_count(node):
         return (1, 1)
-    if node.type == "parenthesized_expression" and node.named_child_count == 1:
-        return cpu_ratio(node.named_children[0])
     if node.type != "binary_expression":
         return None
     op = parser.text(node.child_by_field_name("operator"))
@@ -476,11 +482,11 @@ def cpu_ratio(node) -> Optional[tuple]:
     num = lambda n: n.type == "number_literal" and re.fullmatch(r"[1-9]\d*[uUlL]*", parser.text(n))
     val = lambda n: int(re.match(r"\d+", parser.text(n)).group(0))
     if op == "*":
-        if num(left) and cpu_ratio(right) == (1, 1):
+        if num(left) and cpu_ratio(right, depth + 1) == (1, 1):
             return (val(left), 1)
-        if num(right) and cpu_ratio(left) == (1, 1):
+        if num(right) and cpu_ratio(left, depth + 1) == (1, 1):
             return (val(right), 1)
-    if op == "/" and num(right) and cpu_ratio(left) == (1, 1):
+    if op == "/" and num(right) and cpu_ratio(left, depth + 1) == (1, 1):
         return (1, val(right))
     return None
 
@@ -496,9 +502,13 @@ def _is_cpu_count(node) -> bool:
 
 
 def _mentions_cpu_count(node) -> bool:
-    if _is_cpu_count(node):
-        return True
-    return any(_mentions_cpu_count(c) for c in node.named_children)
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if _is_cpu_count(n):
+            return True
+        todo.extend(n.named_children)
+    return False
 
 
 def _assigned_to(call_node):

@@ -17,7 +17,7 @@ from typing import Optional
 
 from wqlint import api, kversion
 from wqlint.checks import CHECKS
-from wqlint.finding import InputError, Report, Step
+from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
@@ -205,12 +205,16 @@ class Engine:
                         continue
                     self.resolver.budget = SITE_BUDGET
                     self.resolver.home = rel
-                    flags = self._argument(args, fi, scope, spread, line, src)
-                    max_active = self._argument(args, mi, scope, spread, line, src)
-                    step = Step(rel, line, src.line_text(line).strip(),
-                                f"{sink}(flags '{_arg_text(args, fi, spread)}', "
-                                f"max_active '{_arg_text(args, mi, spread)}')")
-                    found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0, (fi, mi))
+                    try:
+                        flags = self._argument(args, fi, scope, spread, line, src)
+                        max_active = self._argument(args, mi, scope, spread, line, src)
+                        step = Step(rel, line, src.line_text(line).strip(),
+                                    f"{sink}(flags '{_arg_text(args, fi, spread)}', "
+                                    f"max_active '{_arg_text(args, mi, spread)}')")
+                        found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0, (fi, mi))
+                    except Exception as exc:  # a bug must cost this call, not the run
+                        self.errors.append(InternalError.of(f"{rel}:{line}", exc))
+                        continue
                     if self.index.misses == misses:
                         self._site_memo[memo_key] = found
                     out.extend(found)

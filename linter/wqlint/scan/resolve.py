@@ -34,6 +34,7 @@ MINMAX = {
 BINOPS = {"+", "-", "*", "/", "%", "<<", ">>", "|", "&", "^"}
 MAX_DEPTH = 14
 MAX_OPTIONS = 48
+MAX_NESTING = 200  # operators around one value; deeper is Unknown (Values stay shallow)
 SITE_BUDGET = 20000  # expressions one allocation site may visit
 
 _INT_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)[uUlL]*$")
@@ -166,6 +167,30 @@ def scope_of(chunk: Chunk, node) -> Scope:
     return Scope(src, chunk, cur, name or "", kind, params, static=bool(re.match(r"\s*static\b", head)))
 
 
+_OPERATORS = frozenset({"unary_expression", "binary_expression", "conditional_expression"})
+
+
+def _structure(node):
+    """The operand nodes of an expression whose Value is made from theirs (parentheses,
+    casts, unary and binary operators wqlint evaluates, ?:, comma), or None for a leaf."""
+    t = node.type
+    if t == "parenthesized_expression":
+        return [c for c in node.named_children if c.type != "comment"][:1]
+    if t == "cast_expression":
+        return [node.child_by_field_name("value")]
+    if t == "unary_expression":
+        return [node.child_by_field_name("argument")]
+    if t == "binary_expression":
+        if parser.text(node.child_by_field_name("operator")) not in BINOPS:
+            return None
+        return [node.child_by_field_name("left"), node.child_by_field_name("right")]
+    if t == "conditional_expression":
+        return [node.child_by_field_name("consequence"), node.child_by_field_name("alternative")]
+    if t == "comma_expression":
+        return [node.child_by_field_name("right")]
+    return None
+
+
 class Resolver:
     """Resolves expressions to Values against a TreeIndex. One per run; caches lookups."""
 
@@ -187,39 +212,67 @@ class Resolver:
     # -- entry -------------------------------------------------------------------------
     def resolve(self, node, scope: Scope, depth: int = 0, seen: frozenset = frozenset(),
                 expand_params: bool = False) -> Value:
+        """The Value of expression node. Its structure (parentheses, casts, operators, ?:) is
+        walked with an explicit stack, so any nesting the parser accepts is safe; only names
+        (calls, identifiers, fields) recurse, at most MAX_DEPTH deep."""
         if node is None:
             return Unknown(None, "missing expression")
         if depth > MAX_DEPTH:
             return Unknown(None, "chain too long")
-        self.budget -= 1
-        if self.budget < 0:
-            return Unknown(None, "too many paths to follow")
+        results: list = []
+        todo = [(node, False, 0)]
+        while todo:
+            n, combine, level = todo.pop()
+            if combine:
+                k = len(_structure(n))
+                args = results[len(results) - k:]
+                del results[len(results) - k:]
+                results.append(self._combine(n, args, scope))
+                continue
+            self.budget -= 1
+            if self.budget < 0:
+                results.append(Unknown(None, "too many paths to follow"))
+                continue
+            if n is None:
+                results.append(Unknown(None, "missing expression"))
+                continue
+            kids = _structure(n)
+            if kids is None:
+                results.append(self._leaf(n, scope, depth, seen, expand_params))
+            elif level >= MAX_NESTING:
+                results.append(Unknown(None, f"expression nested more than {MAX_NESTING} levels"))
+            else:
+                todo.append((n, True, level))
+                # parentheses, casts and commas add no node to the Value: not counted
+                deeper = level + (n.type in _OPERATORS)
+                todo.extend((k, False, deeper) for k in reversed(kids))
+        return results[0]
+
+    def _combine(self, node, args: list, scope: Scope) -> Value:
+        """The Value of a structural node from the Values of its _structure() children."""
         t = node.type
-        r = lambda n, d=depth, s=seen: self.resolve(n, scope, d, s, expand_params)
-        if t == "number_literal":
-            v = parse_int(parser.text(node))
-            return Const(None, v) if v is not None else Unknown(None, f"literal {parser.text(node)}")
-        if t in ("parenthesized_expression",):
-            inner = [c for c in node.named_children if c.type != "comment"]
-            return r(inner[0]) if inner else Unknown(None, "empty parentheses")
-        if t == "cast_expression":
-            return r(node.child_by_field_name("value"))
+        if t == "parenthesized_expression":
+            return args[0] if args else Unknown(None, "empty parentheses")
+        if t in ("cast_expression", "comma_expression"):
+            return args[0]
         if t == "unary_expression":
             op = parser.text(node.child_by_field_name("operator"))
-            arg = r(node.child_by_field_name("argument"))
+            arg = args[0]
             return {"-": lambda: Op(None, "neg", (arg,)), "~": lambda: Op(None, "~", (arg,)),
                     "!": lambda: Op(None, "!", (arg,)), "+": lambda: arg}.get(op, lambda: Unknown(None, op))()
         if t == "binary_expression":
-            op = parser.text(node.child_by_field_name("operator"))
-            if op not in BINOPS:
-                return Unknown(None, f"'{op}' expression")
-            return Op(None, op, (r(node.child_by_field_name("left")), r(node.child_by_field_name("right"))))
-        if t == "conditional_expression":
-            cons = node.child_by_field_name("consequence")
-            alt = node.child_by_field_name("alternative")
-            cond = parser.text(node.child_by_field_name("condition"))
-            return Alt(self._step(scope, node, f"conditional on '{_short(cond)}'"),
-                       (r(cons), r(alt)), "ternary")
+            return Op(None, parser.text(node.child_by_field_name("operator")), (args[0], args[1]))
+        # conditional_expression
+        cond = parser.text(node.child_by_field_name("condition"))
+        return Alt(self._step(scope, node, f"conditional on '{_short(cond)}'"), (args[0], args[1]), "ternary")
+
+    def _leaf(self, node, scope: Scope, depth: int, seen: frozenset, expand_params: bool) -> Value:
+        t = node.type
+        if t == "number_literal":
+            v = parse_int(parser.text(node))
+            return Const(None, v) if v is not None else Unknown(None, f"literal {parser.text(node)}")
+        if t == "binary_expression":  # an operator wqlint does not evaluate
+            return Unknown(None, f"'{parser.text(node.child_by_field_name('operator'))}' expression")
         if t == "call_expression":
             return self._call(node, scope, depth, seen, expand_params)
         if t == "identifier":
@@ -228,8 +281,6 @@ class Resolver:
             return self._field(node, scope, depth, seen, expand_params)
         if t in ("sizeof_expression", "alignof_expression"):
             return Unknown(None, "sizeof")
-        if t == "comma_expression":
-            return r(node.child_by_field_name("right"))
         return Unknown(None, f"{t.replace('_', ' ')} '{_short(parser.text(node))}'")
 
     # -- helpers ---------------------------------------------------------------------------

@@ -114,41 +114,56 @@ def evaluate(value: Value, ncpus: int) -> tuple:
     """(set of possible ints, complete) on a machine with ncpus CPUs.
 
     complete is False when some alternative could not be evaluated (unknown, parameter).
+    Walked with an explicit stack: a Value may be as deep as the expression it came from.
     """
-    if isinstance(value, Const):
-        return {value.value}, True
-    if isinstance(value, CpuCount):
-        return {value.static_max if value.static_max is not None else ncpus}, True
-    if isinstance(value, (Unknown, Param)):
-        return set(), False
+    results: list = []
+    todo = [(value, False)]
+    while todo:
+        v, combine = todo.pop()
+        kids = children(v)
+        if not combine:
+            if isinstance(v, Const):
+                results.append(({v.value}, True))
+            elif isinstance(v, CpuCount):
+                results.append(({v.static_max if v.static_max is not None else ncpus}, True))
+            elif isinstance(v, (Alt, Op, Tunable)):
+                todo.append((v, True))
+                todo.extend((k, False) for k in reversed(kids))
+            else:  # Unknown, Param
+                results.append((set(), False))
+            continue
+        got = results[len(results) - len(kids):]
+        del results[len(results) - len(kids):]
+        results.append(_combine(v, got))
+    return results[0]
+
+
+def _combine(value: Value, got: list) -> tuple:
+    """evaluate() of an inner node from its children's (set, complete)."""
     if isinstance(value, Tunable):
-        return evaluate(value.default, ncpus)
+        return got[0]
     if isinstance(value, Alt):
         out, complete = set(), True
-        for option in value.options:
-            vals, ok = evaluate(option, ncpus)
+        for vals, ok in got:
             out |= vals
             complete = complete and ok
         return out, complete
-    if isinstance(value, Op):
-        sets, complete = [], True
-        for arg in value.args:
-            vals, ok = evaluate(arg, ncpus)
-            complete = complete and ok
-            if not vals:
-                return set(), False
-            sets.append(sorted(vals)[:MAX_SET])
-        out = set()
-        for combo in itertools.product(*sets):
-            r = _apply(value.op, combo)
-            if r is None:
-                complete = False
-            else:
-                out.add(r)
-            if len(out) > MAX_SET:
-                break
-        return out, complete
-    return set(), False
+    sets, complete = [], True
+    for vals, ok in got:
+        complete = complete and ok
+        if not vals:
+            return set(), False
+        sets.append(sorted(vals)[:MAX_SET])
+    out = set()
+    for combo in itertools.product(*sets):
+        r = _apply(value.op, combo)
+        if r is None:
+            complete = False
+        else:
+            out.add(r)
+        if len(out) > MAX_SET:
+            break
+    return out, complete
 
 
 def children(value: Value) -> tuple:
@@ -162,9 +177,12 @@ def children(value: Value) -> tuple:
 
 
 def walk(value: Value):
-    yield value
-    for child in children(value):
-        yield from walk(child)
+    """Every node of value, parents before children, in order."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        yield v
+        todo.extend(reversed(children(v)))
 
 
 def find_path(value: Value, pred) -> Optional[list]:
@@ -205,15 +223,37 @@ def has_unknown(value: Value) -> bool:
 
 def substitute(value: Value, bind) -> Value:
     """Replace Param leaves by bind(param) (a Value), rebuilding the tree."""
-    if isinstance(value, Param):
-        return bind(value)
-    if isinstance(value, Op):
-        return Op(value.step, value.op, tuple(substitute(a, bind) for a in value.args))
-    if isinstance(value, Alt):
-        return Alt(value.step, tuple(substitute(o, bind) for o in value.options), value.why)
-    if isinstance(value, Tunable):
-        return Tunable(value.step, substitute(value.default, bind), value.how)
-    return value
+    return _rebuild(value, lambda v: bind(v) if isinstance(v, Param) else None, lambda v, kids: kids)
+
+
+def _rebuild(value: Value, leaf, pick) -> Value:
+    """value rebuilt bottom-up with an explicit stack: leaf(v) replaces a node outright (None:
+    keep going), pick(v, children) chooses which children of an Alt to keep."""
+    results: list = []
+    todo = [(value, False)]
+    while todo:
+        v, combine = todo.pop()
+        if not combine:
+            got = leaf(v)
+            if got is not None:
+                results.append(got)
+            elif isinstance(v, (Op, Alt, Tunable)):
+                kids = pick(v, children(v)) if isinstance(v, Alt) else children(v)
+                todo.append((v, True))
+                todo.extend((k, False) for k in reversed(kids))
+            else:
+                results.append(v)
+            continue
+        n = len(pick(v, children(v))) if isinstance(v, Alt) else len(children(v))
+        kids = tuple(results[len(results) - n:])
+        del results[len(results) - n:]
+        if isinstance(v, Op):
+            results.append(Op(v.step, v.op, kids))
+        elif isinstance(v, Alt):
+            results.append(Alt(v.step, kids, v.why))
+        else:
+            results.append(Tunable(v.step, kids[0], v.how))
+    return results[0]
 
 
 def steps_along(path: list) -> list:
@@ -237,13 +277,6 @@ def project(value: Value, path: list) -> Value:
     """
     on_path = {id(n) for n in path}
 
-    def rebuild(v: Value) -> Value:
-        if isinstance(v, Alt):
-            keep = [o for o in v.options if id(o) in on_path]
-            return Alt(v.step, tuple(rebuild(o) for o in (keep or v.options)), v.why)
-        if isinstance(v, Op):
-            return Op(v.step, v.op, tuple(rebuild(a) for a in v.args))
-        if isinstance(v, Tunable):
-            return Tunable(v.step, rebuild(v.default), v.how)
-        return v
-    return rebuild(value)
+    def keep(v: Value, options: tuple) -> tuple:
+        return tuple(o for o in options if id(o) in on_path) or options
+    return _rebuild(value, lambda v: None, keep)
