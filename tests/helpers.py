@@ -16,7 +16,7 @@ def run(*args, **kw):
     return runner.invoke(main, [str(a) for a in args], catch_exceptions=False, **kw)
 
 
-def scan_json(*args):
-    result = run("scan", "--format", "json", *args)
+def scan_json(*args, **kw):
+    result = run("scan", "--format", "json", *args, **kw)
     assert result.exit_code in (0, 1), result.stderr + result.stdout
     return json.loads(result.stdout), result

@@ -5,6 +5,8 @@ import os
 import sys
 import time
 
+from pathlib import Path
+
 import click
 
 from wqlint import __version__, catalogue as catalogue_mod, kversion
@@ -26,6 +28,41 @@ def _version(ctx, param, value):
         return kversion.parse_version(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+def _kernel_tree_arg(ctx, param, value):
+    """(KernelTree, from the environment?) or None."""
+    if not value:
+        return None
+    from wqlint.scan.kerneltree import KernelTreeError, open_tree
+
+    from_env = ctx.get_parameter_source(param.name) == click.core.ParameterSource.ENVIRONMENT
+    try:
+        tree = open_tree(value)
+    except KernelTreeError as exc:
+        _path_error(f"{exc} (from KDIR)" if from_env else exc)
+    return tree, from_env
+
+
+def _kernel_tree_option(command):
+    return click.option(
+        "--kernel-tree", "kernel_tree", envvar="KDIR", metavar="DIR", callback=_kernel_tree_arg,
+        help="For a module outside a kernel tree: the kernel it builds for (a source tree, an O= build "
+             "directory, /lib/modules/VERSION/build); its headers, API and version are used [$KDIR].",
+    )(command)
+
+
+def _kernel_for(kernel_tree, paths):
+    """The KernelTree to scan paths with: none inside a kernel tree when it only comes from
+    KDIR (set for Kbuild, not meant for this scan)."""
+    if kernel_tree is None:
+        return None
+    tree, from_env = kernel_tree
+    if from_env and paths:
+        from wqlint.scan.engine import kernel_tree_of
+        if kernel_tree_of(Path(os.path.abspath(paths[0]))) is not None:
+            return None
+    return tree
 
 
 def _analysis_options(command):
@@ -97,9 +134,10 @@ def main():
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
 @click.option("--engine", type=click.Choice(["tree-sitter", "coccinelle"]), default="tree-sitter", show_default=True)
 @_analysis_options
+@_kernel_tree_option
 @click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
 @_guarded("paths")
-def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, progress):
+def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, kernel_tree, progress):
     """Scan PATHS (files or directories of a kernel tree) and report findings.
 
     Exit status: 0 clean, 1 findings, 2 usage or catalogue error, 3 some input could not be
@@ -115,10 +153,11 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
         if show_progress:
             click.echo(f"\r\033[Kwqlint: {msg} ({time.monotonic() - started:.1f}s)", err=True, nl=False)
 
+    kernel = _kernel_for(kernel_tree, paths)
     if engine == "coccinelle":
-        report = _coccinelle(list(paths), cat, jobs, kernel_version)
+        report = _coccinelle(list(paths), cat, jobs, kernel_version, kernel)
     else:
-        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress)
+        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel)
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
     _emit(FORMATS[fmt](report, cat), output, report)
@@ -139,7 +178,7 @@ def _root_of(paths):
         _path_error(exc)
 
 
-def _coccinelle(paths, cat, jobs, kernel_version):
+def _coccinelle(paths, cat, jobs, kernel_version, kernel=None):
     """Run the semantic patches with spatch; the same Report as the tree-sitter engine."""
     from pathlib import Path
 
@@ -150,13 +189,17 @@ def _coccinelle(paths, cat, jobs, kernel_version):
         if not os.path.lexists(p):
             _path_error(f"{p}: no such file or directory")
     root = _root_of(paths)
-    version = kernel_version or kversion.from_makefile(root) or kversion.DEFAULT_VERSION
+    kernel_makefile = kernel.version if kernel is not None else None
+    version = kernel_version or kernel_makefile or kversion.from_makefile(root) or kversion.DEFAULT_VERSION
+    source = "--kernel-version" if kernel_version else kernel.version_from if kernel_makefile else "Makefile"
     try:
-        findings, errors = cocci.run(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs)
+        findings, errors = cocci.run(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs,
+                                     headers=kernel.find("include/linux/workqueue.h").parents[2]
+                                     if kernel is not None else None)
     except cocci.SpatchNotFound as exc:
         raise click.ClickException(str(exc)) from None
     return Report(root=str(root), findings=findings, errors=errors, kernel_version=version,
-                  kernel_version_source="--kernel-version" if kernel_version else "Makefile")
+                  kernel_version_source=source)
 
 
 def _write_atomic(path, text):
@@ -225,7 +268,9 @@ def rules_cmd(markdown, rules_path):
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
 @_analysis_options
 @_guarded("patches", "git_range")
-def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path):
+@_kernel_tree_option
+def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path,
+           kernel_tree):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
 
@@ -252,7 +297,8 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
             series = mail.load(list(patches))
         result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
                                    kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
-                                   show_all=show_all, base_reader=reader)
+                                   show_all=show_all, base_reader=reader,
+                                   kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []))
     except (mail.MailError, review_mod.ReviewError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)
@@ -288,22 +334,22 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
 
 
-def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None):
+def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None):
     """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
     from wqlint.scan.engine import UsageError, scan as ts_scan
 
     try:
         return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
-                       ncpus=cpus, max_cpus=max_cpus, progress=progress)
+                       ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel)
     except UsageError as exc:
         _path_error(exc)
 
 
-def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None):
+def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None, kernel=None):
     """The findings fix and bulk work from: a fresh scan of PATHS, or a saved JSON scan
     checked against the files as they are now."""
     if findings_json is None:
-        return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus)
+        return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel)
     from wqlint.fix import saved
     try:
         return saved.load(findings_json, _root_of(paths), list(paths), kernel_version)
@@ -323,13 +369,14 @@ def _fix_options(command):
         click.option("--findings", "findings_json", type=click.Path(dir_okay=False),
                      help="Use this saved `wqlint scan --format json` instead of scanning."),
         click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores]."),
+        _kernel_tree_option,
     ]):
         command = option(command)
     return _analysis_options(command)
 
 
 def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
-          rules_path):
+          rules_path, kernel_tree=None):
     from wqlint.fix import plan as plan_mod
 
     cat = _load_catalogue(rules_path)
@@ -337,7 +384,7 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     if unknown:
         raise click.UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(cat.ids())})")
     report = _tree_report(paths, cat, jobs or os.cpu_count() or 1, kernel_version, cpus, max_cpus,
-                          findings_json)
+                          findings_json, _kernel_for(kernel_tree, paths))
     for err in report.errors:
         click.echo(str(err), err=True)
     try:
@@ -372,8 +419,8 @@ def _summary(result) -> None:
 @click.option("--apply", "mode", flag_value="apply", help="Write the fixes into the tree.")
 @click.option("--force", is_flag=True, help="With --apply: also files with uncommitted changes.")
 @_guarded("paths")
-def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
-        rules_path, mode, force):
+def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, kernel_version, cpus,
+        max_cpus, rules_path, mode, force):
     """Fix the findings in PATHS: --diff prints the change, --apply makes it.
 
     Safe fixes are made; those rules.yaml marks as suggestions only with --suggestions; every
@@ -388,7 +435,7 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versio
     if mode is None:
         raise click.UsageError("say --diff or --apply")
     cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
-                                kernel_version, cpus, max_cpus, rules_path)
+                                kernel_version, cpus, max_cpus, rules_path, kernel_tree)
     if mode == "diff":
         click.echo(result.diff(), nl=False)
     else:
@@ -416,8 +463,8 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versio
 @click.option("--build-dir", type=click.Path(file_okay=False), default=None,
               help="With --verify: the O= build directory to use [OUT/verify/build].")
 @_guarded("paths")
-def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
-         rules_path, out_dir, author, date, verify, build_dir):
+def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, kernel_version, cpus,
+         max_cpus, rules_path, out_dir, author, date, verify, build_dir):
     """Bulk fixes for PATHS: OUT/fix.cocci (a semantic patch that makes the same change on any
     copy of the tree) and OUT/NNNN-*.patch (a series, one patch per subsystem, Cc from the
     tree's MAINTAINERS), plus a check with --verify.
@@ -443,7 +490,7 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_versi
             raise click.UsageError(f"{option} {where} overlaps the tree {tree_root}: "
                                    "give a directory outside it")
     cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
-                                kernel_version, cpus, max_cpus, rules_path)
+                                kernel_version, cpus, max_cpus, rules_path, kernel_tree)
     out = Path(out_dir)
     root = Path(result.root)
     if safeio.overlap(out, root):

@@ -173,12 +173,14 @@ def _finding(root: Path, rule, path: str, line: int, col0: int, end0: int) -> Fi
 
 
 def run(root: Path, targets: list, catalogue, jobs: int = 1,
-        patches_dir: Path | None = None) -> tuple:
+        patches_dir: Path | None = None, headers: Path | None = None) -> tuple:
     """Run every semantic patch in report mode over targets (files or directories, absolute
     or relative to root). Returns (findings sorted by place, input errors).
 
     spatch runs with root as its working directory, so paths are relative to root and the
-    rules find the tree's include/linux/workqueue.h (for WQ_PERCPU) from there.
+    rules find the tree's include/linux/workqueue.h (for WQ_PERCPU) from there. For a module
+    outside a kernel tree, headers is the top of the kernel it builds for: spatch runs there,
+    as `make coccicheck M=` does, and the files are named by absolute paths.
     """
     root = Path(root).absolute()
     jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)  # 0 or None: every core
@@ -193,12 +195,13 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
     findings = {}
     with tempfile.TemporaryDirectory(prefix="wqlint-cocci-") as tmp:
         groups = Path(tmp) / "files"
-        groups.write_text("\n\n".join(files) + "\n", encoding="utf-8")
+        named = files if headers is None else [str(root / f) for f in files]
+        groups.write_text("\n\n".join(named) + "\n", encoding="utf-8")
         for rule_id, cocci in patches.items():
             rule = catalogue[rule_id]
             cmd = spatch_command(cocci, "report", jobs, files_given=True)
             cmd += ["--tmp-dir", str(Path(tmp) / "par"), "--file-groups", str(groups)]
-            proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True,
+            proc = subprocess.run(cmd, cwd=headers or root, capture_output=True, text=True,
                                   errors="replace", env=_env())
             if proc.returncode != 0:
                 tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -208,6 +211,8 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
                 if msg != rule.message:
                     errors.append(InputError(cocci.name, f"unexpected report text: {msg!r}"))
                     continue
+                if headers is not None:
+                    path = _rel(root, Path(path))
                 f = _finding(root, rule, path, line, col0, end0)
                 findings.setdefault((f.rule_id, f.path, f.line, f.col), f)
     return sorted(findings.values(), key=Finding.sort_key), errors

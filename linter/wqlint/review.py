@@ -314,9 +314,9 @@ def _read_tree_file(tree: Path, path: str, patch) -> Optional[bytes]:
 class OverlayIndex(TreeIndex):
     """A TreeIndex whose files in `overlay` come from memory (None: deleted), not the tree."""
 
-    def __init__(self, root: Path, jobs: int, extra: dict, overlay: dict):
+    def __init__(self, root: Path, jobs: int, extra: dict, overlay: dict, kernel=None):
         live = {rel: data for rel, data in overlay.items() if data is not None}
-        super().__init__(root, jobs, {**extra, **live})
+        super().__init__(root, jobs, {**extra, **live}, kernel=kernel)
         self.overlay = overlay
 
     def source(self, rel: str):
@@ -349,7 +349,7 @@ class OverlayIndex(TreeIndex):
 class OverlayEngine(Engine):
     def __init__(self, root: Path, overlay: dict, catalogue, **kw):
         super().__init__([root], catalogue, **kw)
-        self.index = OverlayIndex(self.root, self.jobs, self.index.extra, overlay)
+        self.index = OverlayIndex(self.root, self.jobs, self.index.extra, overlay, self.kernel)
         self.resolver = Resolver(self.index)
 
 
@@ -389,8 +389,9 @@ def git_series(tree: str, revs: str) -> tuple:
 
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
            kernel_version: Optional[tuple] = None, ncpus: int = 96, max_cpus: int = 512,
-           show_all: bool = False, base_reader=None) -> Review:
-    opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus)
+           show_all: bool = False, base_reader=None, kernel_tree=None) -> Review:
+    opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus,
+                kernel_tree=kernel_tree)
     treepath = Path(os.path.abspath(tree)) if tree else None
     state = _Tree(treepath, base_reader)
     for patch in patches:
@@ -438,8 +439,9 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                             "defined elsewhere are not resolved (reduced resolution)")
     result.kernel_version = after.kernel_version
     result.kernel_version_source = after.kernel_version_source
-    result.notes.extend(n for n in after.notes if treepath is not None or "no kernel version" not in n)
-    if treepath is None and not kernel_version:
+    result.notes.extend(n for n in after.notes if treepath is not None or kernel_tree is not None
+                        or not n.startswith(("no kernel version", "no kernel tree given")))
+    if treepath is None and not kernel_version and kernel_tree is None:
         result.notes.append(f"no tree: assuming {kversion.show(after.kernel_version)} semantics "
                             f"(use --kernel-version)")
     # Only problems in what the series touches stop the review; the rest of the tree was

@@ -20,6 +20,7 @@ from wqlint.checks import CHECKS
 from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
+from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
@@ -95,7 +96,8 @@ def _common_parts(paths):
 class Engine:
     def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
                  ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
-                 focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None):
+                 focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None,
+                 kernel_tree=None):
         self.catalogue = catalogue
         self.jobs = jobs
         # Files whose changes are of interest (review): only allocations in their subsystems
@@ -120,23 +122,43 @@ class Engine:
                 continue
             rel = relpath(Path(os.path.abspath(p)), self.root)
             self.targets.append("" if rel == "." else rel)
+        # kernel_tree (scan.kerneltree.KernelTree): the kernel a module outside any kernel
+        # tree builds for. Its headers are searched as the module's shared headers; inside a
+        # kernel tree the tree's own are.
+        self.kernel = kernel_tree
+        around = kernel_tree_of(self.root)
+        if self.kernel is not None and around is not None:
+            if around.resolve() not in [r.resolve() for r in self.kernel.roots]:
+                raise UsageError(f"{self.paths[0]} is in the kernel tree {around}: --kernel-tree "
+                                 f"{self.kernel.given} is for modules outside a kernel tree")
+            self.kernel = None  # the same tree
         if kernel_version:
             self.version, self.version_source = kernel_version, "--kernel-version"
+        elif self.kernel is not None and self.kernel.version:
+            self.version, self.version_source = self.kernel.version, self.kernel.version_from
         else:
             found = kversion.from_makefile(self.root)
             if found:
                 self.version, self.version_source = found, "Makefile"
             else:
                 self.version, self.version_source = kversion.DEFAULT_VERSION, "default"
-                self.notes.append(f"no kernel version in {self.root / 'Makefile'}: assuming "
-                                  f"{kversion.show(self.version)} semantics (use --kernel-version)")
         extra = {}
-        if not (self.root / API_HEADER).is_file():
+        if self.kernel is not None:
+            self.api_header = KERNEL_PREFIX + API_HEADER
+        elif not (self.root / API_HEADER).is_file():
             extra[BUILTIN_HEADER_REL] = api.builtin_header(self.version)
             self.api_header = BUILTIN_HEADER_REL
+            if self.version_source != "Makefile":  # (a slice of a tree, with its version: no module)
+                self.notes.append("no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in "
+                                  f"description of the {kversion.show(self.version)} workqueue API and its "
+                                  "semantics" + ("" if kernel_version else " (--kernel-version)"))
         else:
             self.api_header = API_HEADER
-        self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded)
+        if self.version_source == "default" and self.api_header != BUILTIN_HEADER_REL:
+            where = self.kernel.describe() if self.kernel is not None else self.root / "Makefile"
+            self.notes.append(f"no kernel version in {where}: assuming "
+                              f"{kversion.show(self.version)} semantics (use --kernel-version)")
+        self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded, kernel=self.kernel)
         self.resolver = Resolver(self.index)
         self.ncpus, self.max_cpus = ncpus, max_cpus
         self._parse_errors: dict = {}
@@ -504,5 +526,7 @@ def _unique(errors):
     return out
 
 
-def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None) -> Report:
-    return Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress).run()
+def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None,
+         kernel_tree=None) -> Report:
+    return Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress,
+                  kernel_tree=kernel_tree).run()

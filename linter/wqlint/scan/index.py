@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint.finding import InputError
+from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import SourceError, SourceFile, read_source, relpath
 
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -27,8 +28,11 @@ BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
 
 class TreeIndex:
     def __init__(self, root: Path, jobs: int = 1, extra_files: Optional[dict] = None,
-                 exclude: tuple = (), preloaded: Optional[dict] = None):
+                 exclude: tuple = (), preloaded: Optional[dict] = None, kernel=None):
         self.root = root
+        # The kernel a module builds for (scan.kerneltree.KernelTree), or None: its shared
+        # headers are searched and read as files under KERNEL_PREFIX.
+        self.kernel = kernel
         self.jobs = max(1, jobs)
         self.files: dict = {}  # rel -> SourceFile
         self.bad: dict = {}  # rel -> problem
@@ -59,6 +63,11 @@ class TreeIndex:
                 data = self.extra[rel]
             elif rel in self.preloaded:
                 data = self.preloaded[rel]
+            elif rel.startswith(KERNEL_PREFIX) and self.kernel is not None:
+                found = self.kernel.find(rel[len(KERNEL_PREFIX):])
+                if found is None:
+                    raise SourceError("no such file")
+                data = read_source(found)
             else:
                 data = read_source(self.root / rel, self.root)
         except SourceError as exc:
@@ -159,6 +168,8 @@ class TreeIndex:
             arch = self.root / "arch"
             if arch.is_dir():
                 bases += sorted(relpath(p, self.root) for p in arch.glob("*/include") if p.is_dir())
+            if self.kernel is not None:
+                bases += [KERNEL_PREFIX + d for d in self.kernel.include_dirs()]
             self._bases = bases
         return self._bases
 
@@ -194,7 +205,11 @@ class TreeIndex:
             for t in tokens:
                 want |= self._def_want.pop(t, set())
             paths = self._search_paths(want)
-        for rel, line, content in self._grep(tokens, regex, paths):
+        hits = self._grep(tokens, regex, None if paths is None else
+                          [p for p in paths if not p.startswith(KERNEL_PREFIX)])
+        if self.kernel is not None:
+            hits = list(hits) + self._grep_kernel(tokens, regex, paths)
+        for rel, line, content in hits:
             for ident in set(_IDENT_RE.findall(content)) & wanted:
                 results[ident.decode()].append((rel, line))
             self._lines[(rel, line)] = content
@@ -217,6 +232,29 @@ class TreeIndex:
                 occ.sort()
                 self.fetched[token] = occ
 
+    def _grep_kernel(self, tokens: list, regex: Optional[str], paths: Optional[list]) -> list:
+        """Hits in the kernel's shared headers (all of them for a search of the whole tree),
+        named under KERNEL_PREFIX; a file in several roots counts in the first."""
+        if paths is None:
+            wanted = self.kernel.include_dirs()
+        else:
+            wanted = [p[len(KERNEL_PREFIX):] for p in paths if p.startswith(KERNEL_PREFIX)]
+        if not wanted:
+            return []
+        out, seen = [], set()
+        for root in self.kernel.roots:
+            here = [w for w in wanted if (root / w).exists()]
+            if not here:
+                continue
+            files = set()
+            for rel, line, content in self._grep_in(root, tokens, regex, here, follow=True):
+                if rel in seen:
+                    continue
+                files.add(rel)
+                out.append((KERNEL_PREFIX + rel, line, content))
+            seen |= files
+        return out
+
     def _search_paths(self, want: set):
         """Paths (relative to root) that cover every wanted scope; None for the whole tree."""
         if "" in want:
@@ -229,6 +267,9 @@ class TreeIndex:
                     out.extend(self.dir_files(base, recursive=False))
                 else:
                     out.extend(relpath(p, self.root) for p in sorted(self.root.glob("*.[ch]")))
+            elif w.startswith(KERNEL_PREFIX):
+                if self.kernel is not None and self.kernel.find(w[len(KERNEL_PREFIX):]) is not None:
+                    out.append(w)
             elif (self.root / w).exists():
                 out.append(w)
         kept = []
@@ -266,22 +307,29 @@ class TreeIndex:
         return self._units
 
     def _grep(self, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
-        if not self.root.is_dir():
+        return self._grep_in(self.root, tokens, regex, paths)
+
+    def _grep_in(self, root: Path, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None,
+                 follow: bool = False):
+        """(rel to root, line, content) of the lines of paths (None: all of root) that hold a
+        token (or match regex); follow: through symbolic links (a kernel's headers)."""
+        if not root.is_dir():
             return []
         if paths is not None and not paths:
             return []
         rg = shutil.which("rg")
         if rg:
-            return self._ripgrep(rg, tokens, regex, paths)
-        units = self._work_units() if paths is None else [str(self.root / p) for p in paths]
+            return self._ripgrep(rg, tokens, regex, paths, root, follow)
+        units = self._work_units() if paths is None else [str(root / p) for p in paths]
         if not units:
             return []
         if shutil.which("grep") is None:
-            return self._pyscan(units, tokens, regex)
+            return self._pyscan(units, tokens, regex, root)
+        recurse = "-R" if follow else "-r"
         if regex:
-            args = ["grep", "-rnEHZ", "--include=*.c", "--include=*.h", "-e", regex]
+            args = ["grep", recurse + "nEHZ", "--include=*.c", "--include=*.h", "-e", regex]
         else:
-            args = ["grep", "-rnwFHZ", "--include=*.c", "--include=*.h"]
+            args = ["grep", recurse + "nwFHZ", "--include=*.c", "--include=*.h"]
             for t in tokens:
                 args += ["-e", t]
         env = dict(os.environ, LC_ALL="C")
@@ -298,9 +346,10 @@ class TreeIndex:
             for proc in pool.map(run, groups):
                 for errline in proc.stderr.splitlines():
                     if errline.startswith(b"grep: ") and errline.endswith(b": binary file matches"):
-                        rel = relpath(Path(os.fsdecode(errline[6:-21])), self.root)
-                        self.bad.setdefault(rel, "binary file (contains NUL bytes)")
-                    elif proc.returncode > 1:
+                        rel = relpath(Path(os.fsdecode(errline[6:-21])), root)
+                        if root == self.root:
+                            self.bad.setdefault(rel, "binary file (contains NUL bytes)")
+                    elif proc.returncode > 1 and root == self.root:
                         self._grep_error(errline.decode("utf-8", "replace"))
                 for rec in proc.stdout.split(b"\n"):
                     name, sep, rest = rec.partition(b"\0")
@@ -308,29 +357,31 @@ class TreeIndex:
                         continue
                     num, _, content = rest.partition(b":")
                     try:
-                        rel = relpath(Path(os.fsdecode(name)), self.root)
+                        rel = relpath(Path(os.fsdecode(name)), root)
                         out.append((rel, int(num), content))
                     except ValueError:
                         continue
         return out
 
-    def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
+    def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None,
+                 root: Optional[Path] = None, follow: bool = False):
         """ripgrep walks and searches in parallel: several times less CPU than grep -r."""
+        root = root or self.root
         args = [rg, "-n", "--no-heading", "--null", "--no-ignore", "--binary",
-                "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"]
+                "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"] + (["--follow"] if follow else [])
         if regex:
             args += ["-e", "(?-u)" + regex]  # ASCII \b and \s: several times faster
         else:
             args += ["-wF"]
             for t in tokens:
                 args += ["-e", t]
-        proc = subprocess.run(args + ["--"] + (paths if paths is not None else ["."]), cwd=self.root,
+        proc = subprocess.run(args + ["--"] + (paths if paths is not None else ["."]), cwd=root,
                               capture_output=True,
                               env=dict(os.environ, LC_ALL="C"))
         for errline in proc.stderr.decode("utf-8", "replace").splitlines():
             # "rg: ./x.c: Permission denied (os error 13)": a file that could not be read
             m = re.match(r"rg: (.+?): (.+?) \(os error \d+\)$", errline)
-            if m:
+            if m and root == self.root:
                 rel = m.group(1)[2:] if m.group(1).startswith("./") else m.group(1)
                 problem = m.group(2)
                 err = InputError(rel, problem[:1].lower() + problem[1:])
@@ -341,7 +392,7 @@ class TreeIndex:
             name, sep, rest = rec.partition(b"\0")
             if not sep:
                 m = re.match(rb"(.*): binary file matches", rec)
-                if m:
+                if m and root == self.root:
                     self.bad.setdefault(_clean(m.group(1)), "binary file (contains NUL bytes)")
                 continue
             num, _, content = rest.partition(b":")
@@ -363,7 +414,8 @@ class TreeIndex:
         if all(e.path != err.path for e in self.errors):
             self.errors.append(err)
 
-    def _pyscan(self, units: list, tokens: list, regex: Optional[str] = None):
+    def _pyscan(self, units: list, tokens: list, regex: Optional[str] = None, root: Optional[Path] = None):
+        root = root or self.root
         pattern = re.compile(regex.encode() if regex else
                              rb"\b(?:" + b"|".join(re.escape(t.encode()) for t in tokens) + rb")\b")
         out = []
@@ -381,7 +433,7 @@ class TreeIndex:
                         continue
                     for lineno, content in enumerate(data.split(b"\n"), 1):
                         if pattern.search(content):
-                            out.append((relpath(path, self.root), lineno, content))
+                            out.append((relpath(path, root), lineno, content))
                 if not os.path.isdir(unit):
                     break
         return out

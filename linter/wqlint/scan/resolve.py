@@ -16,6 +16,7 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.index import TreeIndex, definition_root
+from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import Chunk, SourceFile
 from wqlint.scan.values import (
     Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
@@ -906,8 +907,11 @@ def _rank(r: str, rel: str) -> int:
         return 0
     if directory and r.startswith(directory + "/") and "/" not in r[len(directory) + 1:]:
         return 1
-    if r.startswith("include/") or re.match(r"arch/[^/]+/include/", r):
-        return 2
+    if not directory and "/" not in r:
+        return 1  # both at the top: a module's own directory
+    shared = r[len(KERNEL_PREFIX):] if r.startswith(KERNEL_PREFIX) else r
+    if shared.startswith("include/") or re.match(r"arch/[^/]+/include/", shared):
+        return 2  # the tree's shared headers, or those of the kernel a module builds for
     if r.startswith("<wqlint>/"):
         return 4
     root = definition_root(rel)

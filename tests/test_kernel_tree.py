@@ -1,0 +1,196 @@
+"""--kernel-tree DIR (and KDIR): a module outside any kernel tree is scanned against the
+kernel it builds for. Small made-up kernels here; the real trees in test_module.py."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from helpers import run, scan_json
+
+from wqlint.scan.kerneltree import KernelTreeError, open_tree
+
+# A kernel without WQ_PERCPU (like v6.1) whose WQ_UNBOUND has another value than the
+# built-in description's, so that a finding shows which header was read.
+OLD_API = """\
+#ifndef _LINUX_WORKQUEUE_H
+#define _LINUX_WORKQUEUE_H
+enum {
+\tWQ_UNBOUND\t\t= 1 << 1,
+\tWQ_MEM_RECLAIM\t\t= 1 << 3,
+\tWQ_HIGHPRI\t\t= 1 << 4,
+\t__WQ_ORDERED\t\t= 1 << 17,
+\t__WQ_LEGACY\t\t= 1 << 18,
+};
+#define WQ_MAX_ACTIVE\t\t512
+#define WQDEMO_KERNEL_FLAGS\t(WQ_UNBOUND | WQ_HIGHPRI)
+#endif
+"""
+MAKEFILE = "# SPDX-License-Identifier: GPL-2.0\nVERSION = {0}\nPATCHLEVEL = {1}\nSUBLEVEL = {2}\nEXTRAVERSION =\n"
+MODULE_C = """\
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *a, *b;
+
+int demo_init(void)
+{
+\ta = alloc_workqueue("demo_a", WQ_MEM_RECLAIM, 0);
+\tb = alloc_workqueue("demo_b", WQDEMO_KERNEL_FLAGS, num_online_cpus());
+\treturn 0;
+}
+"""
+
+
+def source_tree(root, version=(6, 1, 90)):
+    (root / "include" / "linux").mkdir(parents=True)
+    (root / "include" / "linux" / "workqueue.h").write_text(OLD_API)
+    (root / "Makefile").write_text(MAKEFILE.format(*version))
+    return root
+
+
+@pytest.fixture()
+def module(tmp_path):
+    mod = tmp_path / "module"
+    mod.mkdir()
+    (mod / "Kbuild").write_text("obj-m += demo.o\n")
+    (mod / "demo.c").write_text(MODULE_C)
+    return mod
+
+
+def test_module_against_a_kernel_tree(tmp_path, module):
+    kdir = source_tree(tmp_path / "linux")
+    data, result = scan_json("-j", "1", "--kernel-tree", kdir, module)
+    assert data["root"] == str(module)
+    assert (data["kernel_version"], data["kernel_version_source"]) == ("v6.1.90", str(kdir / "Makefile"))
+    # No WQ_PERCPU in this kernel: no missing-affinity-flag; the flags macro is the kernel's.
+    assert [(f["rule"], f["path"], f["line"]) for f in data["findings"]] == [
+        ("unbound-max-active-cpu-count", "demo.c", 8)]
+    assert result.stderr == ""  # no note: the kernel was given
+    # Without it: the built-in description has WQ_PERCPU and no WQDEMO_KERNEL_FLAGS.
+    data, _ = scan_json("-j", "1", module, env={"KDIR": ""})
+    assert [(f["rule"], f["line"]) for f in data["findings"]] == [
+        ("missing-affinity-flag", 7), ("unbound-max-active-cpu-count", 8)]
+
+
+def test_kdir_from_the_environment(tmp_path, module):
+    kdir = source_tree(tmp_path / "linux")
+    data, _ = scan_json("-j", "1", module, env={"KDIR": str(kdir)})
+    assert data["kernel_version"] == "v6.1.90"
+    assert [f["rule"] for f in data["findings"]] == ["unbound-max-active-cpu-count"]
+
+
+def test_without_a_kernel_tree_one_note_names_the_builtin_description(module):
+    result = run("scan", "-j", "1", "--format", "json", module, env={"KDIR": ""})
+    assert result.stderr == (
+        "wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in description of "
+        "the v6.12 workqueue API and its semantics (--kernel-version)\n")
+    result = run("scan", "-j", "1", "--kernel-version", "6.1", "--format", "json", module, env={"KDIR": ""})
+    assert result.stderr == ("wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in "
+                             "description of the v6.1 workqueue API and its semantics\n")
+    # v6.1 has no WQ_PERCPU: no missing-affinity-flag.
+    assert [(f["rule"], f["line"]) for f in json.loads(result.stdout)["findings"]] == [
+        ("unbound-max-active-cpu-count", 8)]
+
+
+@pytest.mark.parametrize("given,problem", [
+    ("nowhere", "--kernel-tree {tmp}/nowhere: no such directory"),
+    ("empty", "--kernel-tree {tmp}/empty: not a kernel tree or headers directory "
+              "(no include/linux/workqueue.h there or in its source)"),
+])
+@pytest.mark.parametrize("how", ["option", "KDIR"])
+@pytest.mark.parametrize("command", ["scan", "fix", "review"])
+def test_a_bad_kernel_tree_is_one_error_line(tmp_path, module, given, problem, how, command):
+    (tmp_path / "empty").mkdir()
+    kdir = str(tmp_path / given)
+    args = {"scan": ["scan", module], "fix": ["fix", "--diff", "--target", "mainline", module],
+            "review": ["review", "--tree", module, os.devnull]}[command]
+    if how == "option":
+        result = run(*args[:1], "--kernel-tree", kdir, *args[1:])
+    else:
+        result = run(*args, env={"KDIR": kdir})
+    suffix = " (from KDIR)" if how == "KDIR" else ""
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        2, "", "Error: " + problem.format(tmp=tmp_path) + suffix + "\n")
+
+
+def test_a_kernel_tree_for_paths_inside_another_kernel_tree(tmp_path):
+    mine = source_tree(tmp_path / "mine", (6, 12, 1))
+    (mine / "drivers").mkdir()
+    (mine / "drivers" / "x.c").write_text(MODULE_C)
+    other = source_tree(tmp_path / "other")
+    result = run("scan", "-j", "1", "--kernel-tree", other, mine / "drivers")
+    assert (result.exit_code, result.stderr) == (
+        2, f"Error: {mine / 'drivers'} is in the kernel tree {mine}: --kernel-tree {other} is for modules "
+           "outside a kernel tree\n")
+    # KDIR is set for Kbuild; a scan inside a kernel tree uses that tree.
+    data, _ = scan_json("-j", "1", mine / "drivers", env={"KDIR": str(other)})
+    assert data["kernel_version"] == "v6.12.1"
+    # The same tree given as --kernel-tree is no conflict.
+    data, _ = scan_json("-j", "1", "--kernel-tree", mine, mine / "drivers")
+    assert data["kernel_version"] == "v6.12.1"
+
+
+# -- layouts ----------------------------------------------------------------------------------
+def test_build_directory_with_a_source_link(tmp_path):
+    src = source_tree(tmp_path / "linux")
+    out = tmp_path / "build"
+    (out / "include" / "generated").mkdir(parents=True)
+    (out / "include" / "generated" / "utsrelease.h").write_text('#define UTS_RELEASE "6.1.90"\n')
+    (out / "Makefile").write_text(f"# Automatically generated by {src}/Makefile: don't edit\n"
+                                  f"include {src}/Makefile\n")
+    (out / "source").symlink_to(src)
+    tree = open_tree(str(out))
+    assert tree.roots == [out, src]
+    assert (tree.version, tree.version_from) == ((6, 1, 90), str(src / "Makefile"))
+    assert tree.find("include/linux/workqueue.h") == src / "include" / "linux" / "workqueue.h"
+    assert tree.find("include/generated/utsrelease.h") == out / "include" / "generated" / "utsrelease.h"
+
+
+def test_debian_linux_headers_layout(tmp_path, module):
+    """/lib/modules/V/build -> /usr/src/linux-headers-V (the flavour's generated headers),
+    whose sources are in the sibling linux-headers-...-common."""
+    usr = tmp_path / "usr" / "src"
+    common = source_tree(usr / "linux-headers-6.1.0-31-common", (6, 1, 128))
+    (common / "arch" / "x86" / "include" / "asm").mkdir(parents=True)
+    flavour = usr / "linux-headers-6.1.0-31-amd64"
+    (flavour / "include" / "config").mkdir(parents=True)
+    (flavour / "include" / "config" / "kernel.release").write_text("6.1.0-31-amd64\n")
+    (flavour / "Makefile").write_text("# generated\n")
+    build = tmp_path / "lib" / "modules" / "6.1.0-31-amd64" / "build"
+    build.parent.mkdir(parents=True)
+    build.symlink_to(flavour)
+    tree = open_tree(str(build))
+    assert tree.roots == [build, common]
+    assert tree.include_dirs() == ["arch/x86/include", "include"]
+    assert (tree.version, tree.version_from) == ((6, 1, 128), str(common / "Makefile"))
+    data, _ = scan_json("-j", "1", "--kernel-tree", build, module)
+    assert [(f["rule"], f["line"]) for f in data["findings"]] == [("unbound-max-active-cpu-count", 8)]
+
+
+@pytest.mark.parametrize("rel,text,version", [
+    ("include/generated/utsrelease.h", '#define UTS_RELEASE "6.6.30-rt1"\n', (6, 6, 30)),
+    ("include/config/kernel.release", "6.9.0-rc2+\n", (6, 9, 0)),
+])
+def test_version_of_a_headers_directory_without_a_source_makefile(tmp_path, rel, text, version):
+    kdir = tmp_path / "headers"
+    (kdir / "include" / "linux").mkdir(parents=True)
+    (kdir / "include" / "linux" / "workqueue.h").write_text(OLD_API)
+    (kdir / rel).parent.mkdir(parents=True, exist_ok=True)
+    (kdir / rel).write_text(text)
+    tree = open_tree(str(kdir))
+    assert (tree.version, tree.version_from) == (version, str(kdir / rel))
+
+
+def test_no_version_anywhere_is_a_note(tmp_path, module):
+    kdir = tmp_path / "headers"
+    (kdir / "include" / "linux").mkdir(parents=True)
+    (kdir / "include" / "linux" / "workqueue.h").write_text(OLD_API)
+    result = run("scan", "-j", "1", "--kernel-tree", kdir, module)
+    assert result.stderr == (f"wqlint: no kernel version in {kdir}: assuming v6.12 semantics "
+                             "(use --kernel-version)\n")
+
+
+def test_open_tree_errors(tmp_path):
+    with pytest.raises(KernelTreeError):
+        open_tree(str(tmp_path / "nothing"))
