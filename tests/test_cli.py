@@ -147,7 +147,7 @@ def test_files_the_search_cannot_read_are_reported(tmp_path, monkeypatch):
 def _kernel_like(root):
     """A directory that find_root takes for a kernel tree."""
     (root / "include" / "linux").mkdir(parents=True)
-    (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n")
+    (root / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 0\n")
     (root / "drivers" / "a").mkdir(parents=True)
     (root / "drivers" / "b").mkdir(parents=True)
     for d in ("a", "b"):

@@ -77,9 +77,11 @@ def installed(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def elsewhere(tmp_path) -> Path:
-    """An unrelated working directory holding a small tree (no Makefile: the default version)."""
+    """An unrelated working directory holding a small tree of a v7.3 kernel (its Makefile; no
+    include/: wqlint's own description of the API stands in)."""
     tree = tmp_path / "tree"
     (tree / "drivers" / "demo").mkdir(parents=True)
+    (tree / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 0\n")
     (tree / "drivers" / "demo" / "demo.c").write_text(DRIVER)
     (tmp_path / "flush.patch").write_text(PATCH)
     (tmp_path / "work").mkdir()
