@@ -7,6 +7,7 @@ change and reviews the patch against the unchanged fixture tree.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -136,3 +137,96 @@ def test_identity_is_rule_function_queue_and_role():
     data = json.loads(run("scan", TREE / DEMO, "--format", "json").stdout)
     (f,) = data["findings"]
     assert f["identity"] == {"function": "demo_init_queues", "queue": '"demo_old"', "role": "max_active"}
+
+
+# -- blame: what the series changes -------------------------------------------------------------
+SCAN_C = """\
+// SPDX-License-Identifier: GPL-2.0
+/* Scanning queues of the demo driver. */
+#include <linux/cpumask.h>
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *scan_wq;
+static struct workqueue_struct *event_wq;
+
+int demo_scan_init(bool reclaim)
+{
+	unsigned int flags = WQ_UNBOUND;
+
+	if (reclaim)
+		flags |= WQ_MEM_RECLAIM;
+	scan_wq = alloc_workqueue("demo_scan",
+				  WQ_UNBOUND | WQ_MEM_RECLAIM,
+				  num_online_cpus());
+	if (!scan_wq)
+		return -ENOMEM;
+	event_wq = alloc_workqueue("demo_event", flags, num_online_cpus());
+	if (!event_wq)
+		return -ENOMEM;
+	return 0;
+}
+"""
+EXPECTED = FIXTURES / "review" / "expected"
+FORMATS = {"text": "txt", "mail": "mail", "github": "github.json", "rdjson": "rdjson", "sarif": "sarif"}
+
+
+@pytest.fixture(scope="module")
+def scan_repo(tmp_path_factory):
+    """A tree with drivers/demo/scan.c (two unbound queues, max_active num_online_cpus()),
+    and the patches of the flags cases made from it."""
+    top = tmp_path_factory.mktemp("flags")
+    repo = Repo(top / "repo", TREE)
+    repo.write("drivers/demo/scan.c", SCAN_C)
+    repo.commit("demo: scanning queues")
+    base = top / "tree"
+    shutil.copytree(repo.path, base, ignore=shutil.ignore_patterns(".git"))
+    patches = {}
+    repo.edit("drivers/demo/scan.c", "\t\t\t\t  WQ_UNBOUND | WQ_MEM_RECLAIM,", "\t\t\t\t  WQ_MEM_RECLAIM,")
+    repo.commit("demo: keep scanning on the submitting CPU")
+    (patches["flags-line"],) = repo.format_patch(top / "out", "flags-line")
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.edit("drivers/demo/scan.c", "unsigned int flags = WQ_UNBOUND;", "unsigned int flags = 0;")
+    repo.commit("demo: keep events on the submitting CPU")
+    (patches["flags-local"],) = repo.format_patch(top / "out", "flags-local")
+    return base, patches
+
+
+def _golden(name: str, got: str, root: Path) -> None:
+    got = got.replace(f"file://{root}/", "file://TREE/")
+    path = EXPECTED / name
+    if os.environ.get("WQLINT_UPDATE_GOLDEN"):
+        path.write_text(got, encoding="utf-8")
+    assert got == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_flags_dropped_on_another_line_of_the_call(scan_repo, fmt):
+    base, patches = scan_repo
+    result = review(patches["flags-line"], "--format", fmt, tree=base)
+    assert result.exit_code == 1, result.stderr
+    _golden(f"flags-line.{FORMATS[fmt]}", result.stdout, base)
+
+
+def test_flags_line_comment_is_on_the_changed_line_and_nothing_is_fixed(scan_repo):
+    base, patches = scan_repo
+    lines = review(patches["flags-line"], tree=base).stdout.splitlines()
+    assert lines[0].startswith("drivers/demo/scan.c:15:12: warning: per-CPU workqueue")
+    assert lines[-2:] == ["    introduced at drivers/demo/scan.c:16",
+                          "    this patch drops WQ_UNBOUND: max_active = num_online_cpus() becomes a per-CPU limit"]
+    assert not any(": fixed: " in ln for ln in lines)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_flags_dropped_in_the_local_they_come_from(scan_repo, fmt):
+    base, patches = scan_repo
+    result = review(patches["flags-local"], "--format", fmt, tree=base)
+    assert result.exit_code == 1, result.stderr
+    _golden(f"flags-local.{FORMATS[fmt]}", result.stdout, base)
+
+
+def test_flags_local_comment_is_on_the_assignment(scan_repo):
+    base, patches = scan_repo
+    lines = review(patches["flags-local"], tree=base).stdout.splitlines()
+    assert lines[0].startswith("drivers/demo/scan.c:20:13: warning: per-CPU workqueue")
+    assert lines[-2:] == ["    introduced at drivers/demo/scan.c:11",
+                          "    this patch drops WQ_UNBOUND: max_active = num_online_cpus() becomes a per-CPU limit"]

@@ -17,8 +17,12 @@ from wqlint.project_files import locate
 SEVERITIES = ("error", "warning", "note")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 DOC_SECTIONS = ("what-it-does", "why-is-this-bad", "example", "use-instead", "fix-safety")
-RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "fix", "docs"}
-REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol"}
+RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "fix", "docs",
+             "introduced-by"}
+REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol", "introduced-by"}
+# introduced-by: what `wqlint review` says a patch did to make a finding true, by the change
+# it made to the queue: "drops FLAG", "adds FLAG" or "changes max_active".
+_CHANGE_RE = re.compile(r"^(?:(?:drops|adds) _*WQ_[A-Z_]+|changes max_active)$")
 FIX_KEYS = {"strategy", "safety", "targets"}
 FIX_TARGETS = ("mainline", "reference")
 FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
@@ -67,6 +71,11 @@ class Rule:
     fix_safety: str
     docs: dict  # section name -> text, in DOC_SECTIONS order
     fix_targets: tuple = ()  # of (target, tuple of FixCase), in FIX_TARGETS order
+    introduced_by: tuple = ()  # of (change, text): {max_active}, {version} are filled in
+
+    def change_text(self, change: str):
+        """What review says when a patch makes this rule's finding true by change, or None."""
+        return next((text for key, text in self.introduced_by if key == change), None)
 
     def fix_case(self, target: str, version: tuple):
         """The first case of target whose versions hold for version, or None."""
@@ -208,6 +217,13 @@ def _rule(path, node) -> Rule:
         raise _err(path, fix["safety"][1], f"fix.safety '{safety}' is not one of {', '.join(FIX_SAFETY)}")
     docs = _mapping(path, get("docs"), "docs")
     _keys(path, get("docs"), docs, set(DOC_SECTIONS), set(DOC_SECTIONS), "docs")
+    introduced = []
+    if "introduced-by" in entries:
+        for key, (knode, vnode) in _mapping(path, get("introduced-by"), "introduced-by").items():
+            if not _CHANGE_RE.match(key):
+                raise _err(path, knode, f"introduced-by: '{key}' is not 'drops FLAG', 'adds FLAG' "
+                                        f"or 'changes max_active'")
+            introduced.append((key, " ".join(_string(path, vnode, f"introduced-by.{key}").split())))
     requires = None
     if "requires-symbol" in entries:
         requires = _string(path, get("requires-symbol"), "requires-symbol")
@@ -219,6 +235,7 @@ def _rule(path, node) -> Rule:
         fix_safety=safety,
         docs={k: _string(path, docs[k][1], f"docs.{k}") for k in DOC_SECTIONS},
         fix_targets=_fix_targets(path, fix["targets"][1]),
+        introduced_by=tuple(introduced),
     )
 
 

@@ -43,6 +43,11 @@ class Finding:
     function: str = ""
     queue: str = ""
     role: str = "max_active"  # flags | max_active
+    # Both values are part of a finding: every step their resolution went through (review
+    # blames a patch that changes any of them), and the call's last line.
+    flags_chain: tuple = ()  # of Step
+    max_active_chain: tuple = ()  # of Step
+    end_line: int = 0
 
     def identity(self, path: str = "") -> tuple:
         """What stays the same while a patch edits, moves or reflows the call: rule, path (or
@@ -68,6 +73,9 @@ class Finding:
             "hints": sorted(self.hints),
             **({"call_sha256": self.call_sha} if self.call_sha else {}),
             "identity": {"function": self.function, "queue": self.queue, "role": self.role},
+            "flags_chain": [s.to_dict() for s in self.flags_chain],
+            "max_active_chain": [s.to_dict() for s in self.max_active_chain],
+            "end_line": self.end_line or self.line,
         }
 
     @classmethod
@@ -78,15 +86,21 @@ class Finding:
         return cls(
             rule_id=str(d["rule"]), severity=str(d["severity"]), path=str(d["path"]),
             line=int(d["line"]), col=int(d["column"]), message=str(d["message"]),
-            chain=tuple(Step(str(s["path"]), int(s["line"]), str(s["text"]), str(s["note"]))
-                        for s in d.get("chain", [])),
+            chain=_steps(d.get("chain", [])),
             migration=str(d.get("migration", "")), engine=str(d.get("engine", "tree-sitter")),
             flags_arg=int(args.get("flags", -1)), max_active_arg=int(args.get("max_active", -1)),
             hints=frozenset(str(h) for h in d.get("hints", [])),
             call_sha=str(d.get("call_sha256", "")),
             **{k: str(v) for k, v in (d.get("identity") or {}).items()
                if k in ("function", "queue", "role")},
+            flags_chain=_steps(d.get("flags_chain", [])),
+            max_active_chain=_steps(d.get("max_active_chain", [])),
+            end_line=int(d.get("end_line", 0)),
         )
+
+
+def _steps(rows) -> tuple:
+    return tuple(Step(str(s["path"]), int(s["line"]), str(s["text"]), str(s["note"])) for s in rows)
 
 
 @dataclass

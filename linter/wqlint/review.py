@@ -6,10 +6,13 @@ The patched files form an *overlay* on the tree: the scanner reads them from mem
 everything else from the tree itself, so cross-file resolution works without copying the
 tree. Every line of the overlay remembers which patch and hunk added it.
 
-A finding is *introduced* when it is new after the series (its identity, which ignores lines
-shifts, was not there before) and its call line or a step of its chain lies on a line the
-series adds: a patch that changes a field assignment is blamed, on that line, for the
-allocation in another file that the field reaches.
+A finding is *introduced* when it is new after the series (its identity, which ignores lines,
+was not there before) and the series changes a line of the call or of a step of the
+resolution of its flags or its max_active (a line it adds, or the line after lines it
+removes): a patch that changes a field assignment is blamed, on that line, for the allocation
+in another file that the field reaches, and a patch that drops WQ_UNBOUND from the line below
+the call, or from the local the flags come from, is blamed for what that does to max_active.
+The comment says what the change did to the queue (rules.yaml, `introduced-by`).
 
 Without a tree only what the patches show is known: new files whole, and the lines of each
 hunk at their place in an otherwise empty file. Resolution is then reduced, and the review
@@ -33,6 +36,8 @@ from wqlint.finding import InputError, Report
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.resolve import Resolver
+from wqlint.scan.site import flag_names
+from wqlint.scan.values import cpu_path, evaluate
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
 
 
@@ -52,16 +57,23 @@ class Origin:
 
 @dataclass(frozen=True)
 class Comment:
-    """An introduced finding and the added line it is blamed on."""
+    """An introduced finding and the changed line it is blamed on."""
 
     finding: object  # Finding
-    path: str  # of the added line
+    path: str  # of the changed line
     line: int
     origin: Origin
+    what: str = ""  # what the change did to the queue, a sentence; '' for a new queue
 
     @property
     def at_call(self) -> bool:
         return (self.path, self.line) == (self.finding.path, self.finding.line)
+
+    @property
+    def in_call(self) -> bool:
+        """On a line of the call itself (an argument on a line of its own)."""
+        f = self.finding
+        return self.path == f.path and f.line <= self.line <= max(f.line, f.end_line)
 
 
 @dataclass
@@ -105,6 +117,7 @@ class _Line:
     text: Optional[str]  # None: a line of the base no hunk has shown (reduced mode)
     base: Optional[int]  # 1-based line in the file before the series; None for added lines
     origin: Optional[Origin] = None
+    after_removed: Optional[Origin] = None  # a kept line right after lines a hunk removed
 
 
 @dataclass
@@ -218,9 +231,11 @@ class _Tree:
             raise ReviewError(f"{where} does not apply: {_mismatch(state, want, old, fdiff.path)}")
         new_lines = []
         k = pos
+        removed = False
         for li, (op, text) in enumerate(hunk.lines):
             if op == "+":
                 new_lines.append(_Line(text, None, Origin(patch.number, fi, hi, li)))
+                removed = False
                 continue
             cur = state.lines[k]
             k += 1
@@ -228,7 +243,12 @@ class _Tree:
                 cur.text = text
                 state.base_text[cur.base] = text
             if op == " ":
+                if removed:  # what a removal changed shows on the line that follows it
+                    cur.after_removed = Origin(patch.number, fi, hi, li)
+                removed = False
                 new_lines.append(cur)
+            else:
+                removed = True
         tail = pos + len(old) == len(state.lines)
         state.lines[pos:pos + len(old)] = new_lines
         if tail and not state.sparse:
@@ -243,7 +263,8 @@ class _Tree:
 
     # -- the result ---------------------------------------------------------------------------
     def after(self) -> dict:
-        """path -> bytes after the series (None: deleted), and path -> {line: Origin}."""
+        """path -> bytes after the series (None: deleted), and path -> {line: Origin} of the
+        lines the series changed (added, or kept right after removed lines)."""
         data, added = {}, {}
         for path, state in self.files.items():
             if not state.touched:
@@ -253,7 +274,8 @@ class _Tree:
                 continue
             rows = [ln.text or "" for ln in state.lines]
             data[path] = ("\n".join(rows) + ("\n" if rows and state.eol else "")).encode("utf-8")
-            added[path] = {n: ln.origin for n, ln in enumerate(state.lines, 1) if ln.origin}
+            added[path] = {n: ln.origin or ln.after_removed for n, ln in enumerate(state.lines, 1)
+                           if ln.origin or ln.after_removed}
         return data, added
 
     def base(self) -> dict:
@@ -433,8 +455,9 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
-            before = OverlayEngine(Path(empty), base, catalogue, **opts).run()
-            after = OverlayEngine(Path(empty), overlay, catalogue, **opts).run()
+            before_engine = OverlayEngine(Path(empty), base, catalogue, **opts)
+            after_engine = OverlayEngine(Path(empty), overlay, catalogue, **opts)
+            before, after = before_engine.run(), after_engine.run()
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")
     result.kernel_version = after.kernel_version
@@ -453,6 +476,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
 
     def before_key(f):
         return f.identity(moved.get(f.path, f.path))
+    queues_before = _queues(before_engine, moved)
+    queues_after = _queues(after_engine, {})
     previous = Counter(before_key(f) for f in before.findings)
     still = Counter()
     for f in after.findings:
@@ -464,24 +489,85 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
             continue
         anchor = _anchor(f, added)
         if anchor is not None:
-            result.comments.append(Comment(f, *anchor))
+            what = _what_changed(f, queues_before, queues_after, catalogue, after.kernel_version)
+            result.comments.append(Comment(f, *anchor, what=what))
         elif show_all:
             result.unanchored.append(f)
     remaining = Counter(f.identity() for f in after.findings)
+    # A finding replaced by another about the same argument of the same queue (the patch
+    # dropped WQ_UNBOUND: the unbound CPU-count finding becomes the per-CPU one) is not fixed.
+    replaced = {(c.finding.path, c.finding.function, c.finding.queue, c.finding.role)
+                for c in result.comments}
     for f in before.findings:
         fp = before_key(f)
         if remaining[fp] > 0:
             remaining[fp] -= 1
-        else:
+        elif fp[1:] not in replaced:
             result.fixed.append(f)
     result.comments.sort(key=lambda c: (c.origin.patch, c.path, c.line, c.finding.sort_key()))
     return result
 
 
+@dataclass(frozen=True)
+class _Queue:
+    """What a review compares of one queue before and after the series."""
+
+    flags: frozenset  # of FLAG_NAMES set in every value of the flags
+    max_active: tuple  # its values with the CPU count the messages use
+    max_active_text: str  # as written, or the CPU count it comes from
+
+
+def _queues(engine, moved: dict) -> dict:
+    """(path, function, queue name) -> _Queue for the allocations the engine judged."""
+    out = {}
+    ctx = engine.check_context
+    for site in engine.judged_sites:
+        key = (moved.get(site.path, site.path), site.function, site.queue)
+        if key in out:
+            continue
+        values, _ = evaluate(site.max_active, ctx.ncpus)
+        text = site.arg_texts[site.max_active_arg] if 0 <= site.max_active_arg < len(site.arg_texts) else ""
+        cpu = cpu_path(site.max_active)
+        if cpu is not None and (not text or re.fullmatch(r"[A-Za-z_][\w.>-]*", text)):
+            text = cpu[-1].kind  # a local or a field: say which CPU count it holds
+        out[key] = _Queue(flag_names(site.flags, ctx.bits), tuple(sorted(values)), text)
+    return out
+
+
+def _what_changed(finding, before: dict, after: dict, catalogue, version) -> str:
+    """'this patch drops WQ_UNBOUND: max_active = num_online_cpus() becomes a per-CPU limit':
+    what the series did to an existing queue that makes the finding true; '' for a queue the
+    series creates. The consequences are the rule's `introduced-by` texts in rules.yaml."""
+    key = (finding.path, finding.function, finding.queue)
+    old, new = before.get(key), after.get(key)
+    if old is None or new is None:
+        return ""
+    changes = [f"drops {name}" for name in sorted(old.flags - new.flags)]
+    changes += [f"adds {name}" for name in sorted(new.flags - old.flags)]
+    if old.max_active != new.max_active or (not changes and old.max_active_text != new.max_active_text):
+        changes.append("changes max_active")
+    if not changes:
+        return ""
+    rule = catalogue[finding.rule_id]
+    texts = [rule.change_text(c) for c in changes]
+    consequence = next((t for t in texts if t), None)
+    said = " and ".join(c if c != "changes max_active" else
+                        f"changes max_active to {new.max_active_text or 'another value'}" for c in changes)
+    if consequence is None:
+        return f"this patch {said}"
+    return f"this patch {said}: " + consequence.format(max_active=new.max_active_text,
+                                                       version=kversion.show(version))
+
+
 def _anchor(finding, added: dict):
-    """The added line a new finding is blamed on: its call line, else the first chain step
-    (from the call towards the origin) on an added line."""
-    places = [(finding.path, finding.line)] + [(s.path, s.line) for s in finding.chain]
+    """The changed line a new finding is blamed on: a line of the call (the called name
+    first), else the first changed step of the chain shown, of max_active's resolution, of
+    the flags' (the flags' first for a rule about the flags)."""
+    call = range(finding.line, max(finding.line, finding.end_line) + 1)
+    chains = [finding.chain, finding.max_active_chain, finding.flags_chain]
+    if finding.role == "flags":
+        chains = [finding.flags_chain, finding.chain, finding.max_active_chain]
+    places = [(finding.path, n) for n in call] + [(s.path, s.line) for chain in chains for s in chain]
     for path, line in places:
         origin = added.get(path, {}).get(line)
         if origin is not None:

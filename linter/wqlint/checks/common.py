@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from wqlint.finding import Finding, Step
 from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.values import steps_in
 
 
 def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: list,
@@ -15,6 +16,9 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
         end_col=site.end_col, message=message, chain=tuple(_dedupe(chain)), migration=migration,
         flags_arg=site.flags_arg, max_active_arg=site.max_active_arg, hints=hints,
         function=site.function, queue=site.queue, role=role,
+        flags_chain=tuple(_dedupe(list(site.prefix) + steps_in(site.flags))),
+        max_active_chain=tuple(_dedupe(list(site.prefix) + steps_in(site.max_active))),
+        end_line=site.end_line,
     )
 
 

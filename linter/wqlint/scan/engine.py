@@ -346,7 +346,9 @@ class Engine:
                     prefix=prefix, via=via, suppressed=self._suppressed(src, line),
                     flags_arg=args_at[0], max_active_arg=args_at[1],
                     function=scope.name if scope.kind == "function" else "",
-                    queue=" ".join(parser.text(named).split()) if named is not None else "")
+                    queue=" ".join(parser.text(named).split()) if named is not None else "",
+                    end_line=line + call.end_point[0] - name.start_point[0],
+                    arg_texts=tuple(" ".join(parser.text(a).split()) for a in args))
 
     @staticmethod
     def _suppressed(src, line) -> frozenset:
@@ -409,8 +411,10 @@ class Engine:
 
     def run(self) -> Report:
         sites = self.sites()
-        findings = [self._with_call_sha(f) for f in
-                    judge([s for s in sites if self.in_targets(s.path)], self.context())]
+        # Kept for review, which compares each queue's flags before and after a series.
+        self.judged_sites = [s for s in sites if self.in_targets(s.path)]
+        self.check_context = self.context()
+        findings = [self._with_call_sha(f) for f in judge(self.judged_sites, self.check_context)]
         errors = list(self.errors) + list(self.index.errors)
         for rel, problem in sorted(self.index.bad.items()):
             if self.in_targets(rel):

@@ -27,6 +27,8 @@ class Site:
     # its name argument (the format string: the first string argument, else the first one).
     function: str = ""
     queue: str = ""
+    end_line: int = 0  # last line of the reported call
+    arg_texts: tuple = ()  # the reported call's arguments as written
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,18 @@ class FlagInfo:
     legacy: bool
     affinity_missing: bool  # some value has neither WQ_PERCPU, WQ_UNBOUND nor WQ_BH
     sysfs: bool
+
+
+# The FlagBits fields by the name the API gives them (what a review says a patch adds or drops).
+FLAG_NAMES = {"unbound": "WQ_UNBOUND", "percpu": "WQ_PERCPU", "bh": "WQ_BH", "sysfs": "WQ_SYSFS",
+              "ordered": "__WQ_ORDERED", "legacy": "__WQ_LEGACY"}
+
+
+def flag_names(flags: Value, bits: FlagBits) -> frozenset:
+    """The FLAG_NAMES set in every value the flags can have (empty when unknown)."""
+    values, _complete = evaluate(flags, 1)
+    return frozenset(name for field, name in FLAG_NAMES.items()
+                     if values and getattr(bits, field) and all(v & getattr(bits, field) for v in values))
 
 
 def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:

@@ -256,6 +256,16 @@ def _rebuild(value: Value, leaf, pick) -> Value:
     return results[0]
 
 
+def steps_in(value: Value) -> list:
+    """Every step recorded anywhere in value, each once, from the call towards the origins."""
+    out, seen = [], set()
+    for node in walk(value):
+        if node.step is not None and node.step not in seen:
+            seen.add(node.step)
+            out.append(node.step)
+    return out
+
+
 def steps_along(path: list) -> list:
     """Steps recorded on a path, without repeating the same step twice in a row."""
     out = []

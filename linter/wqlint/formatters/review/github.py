@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 
+from wqlint.formatters.review.mail import flag_steps, sentence
+
 
 def _body(comment) -> str:
     f = comment.finding
-    parts = [f"**wqlint {f.severity}** (`{f.rule_id}`): {f.message}"]
-    if not comment.at_call:
+    parts = [sentence(comment.what)] if comment.what else []
+    parts.append(f"**wqlint {f.severity}** (`{f.rule_id}`): {f.message}")
+    if not comment.in_call:
         parts.append(f"This line reaches the workqueue allocated at `{f.path}:{f.line}`.")
     if f.chain:
         steps = "\n".join(f"{s.path}:{s.line}: {s.note}" for s in f.chain)
         parts.append("How the value gets there:\n```\n" + steps + "\n```")
+    flags = flag_steps(comment)
+    if flags:
+        parts.append("The flags:\n```\n" + "\n".join(f"{s.path}:{s.line}: {s.note}" for s in flags) + "\n```")
     if f.migration:
         parts.append(f"**Suggested migration:** {f.migration}")
     parts.append(f"Details: `wqlint explain {f.rule_id}`")

@@ -47,18 +47,39 @@ def _headers(patch) -> list:
 def _comment(c) -> list:
     f = c.finding
     out = [""]
-    if not c.at_call:
+    if c.what:
+        out += _wrap(sentence(c.what)) + [""]
+    if not c.in_call:
         out += _wrap(f"This line reaches the workqueue allocated at {f.path}:{f.line}:")
     out += _wrap(f"{f.severity}: {f.message} [{f.rule_id}]")
     if f.chain:
         out += ["", "Resolution chain:"]
         for step in f.chain:
             out += _wrap(f"{step.path}:{step.line}: {step.note}", "  ", "      ")
+    flags = flag_steps(c)
+    if flags:
+        out += ["", "The flags:"]
+        for step in flags:
+            out += _wrap(f"{step.path}:{step.line}: {step.note}", "  ", "      ")
     if f.migration:
         out.append("")
         out += _wrap(f"Suggested migration: {f.migration}")
     out += ["", f"Details: wqlint explain {f.rule_id}", ""]
     return out
+
+
+def flag_steps(c) -> list:
+    """The resolution of the flags, when the comment is about a change there: the chain
+    shown is max_active's."""
+    f = c.finding
+    if not any((s.path, s.line) == (c.path, c.line) for s in f.flags_chain):
+        return []
+    return [s for s in f.flags_chain if s not in f.chain]
+
+
+def sentence(text: str) -> str:
+    """'this patch drops ...' as a sentence of prose."""
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 def _quote(op: str, text: str) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from wqlint.formatters.review.mail import sentence
+
 SEVERITY = {"error": "ERROR", "warning": "WARNING", "note": "INFO"}
 URL = "https://docs.kernel.org/core-api/workqueue.html"
 
@@ -22,6 +24,8 @@ def _location(path, line, col=None, end_col=None) -> dict:
 
 def _diagnostic(f, at=None) -> dict:
     message = f.message + (f"\nFix: {f.migration}" if f.migration else "")
+    if at is not None and at.what:
+        message = sentence(at.what) + "\n" + message
     if at is not None and not at.at_call:
         loc = _location(at.path, at.line)
         message = f"{f.path}:{f.line}: {message}"

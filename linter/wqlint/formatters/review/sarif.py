@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from wqlint.formatters import sarif as scan_sarif
+from wqlint.formatters.review.mail import sentence
 
 
 def format(review, catalogue) -> str:
@@ -21,7 +22,8 @@ def format(review, catalogue) -> str:
         if c is not None:
             result["relatedLocations"] = [{"id": 1, "physicalLocation": {
                 "artifactLocation": {"uri": c.path, **({"uriBaseId": "SRCROOT"} if review.tree else {})},
-                "region": {"startLine": c.line}}, "message": {"text": "introduced here"}}]
+                "region": {"startLine": c.line}},
+                "message": {"text": sentence(c.what) if c.what else "introduced here"}}]
     return json.dumps(doc, indent=2) + "\n"
 
 

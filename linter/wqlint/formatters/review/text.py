@@ -15,10 +15,12 @@ def format(review, catalogue) -> str:
         if comment is None:
             out.append("    pre-existing" if f in review.preexisting else
                        "    new, but on no line the series adds")
-        elif not comment.at_call or len(review.patches) > 1:
+        elif not comment.at_call or len(review.patches) > 1 or comment.what:
             patch = review.patches[comment.origin.patch - 1]
             out.append(f"    introduced at {comment.path}:{comment.line}"
                        + (f" by patch {patch.number}: {patch.subject}" if len(review.patches) > 1 else ""))
+            if comment.what:
+                out.append(f"    {comment.what}")
     for f in review.fixed:
         out.append(f"{f.path}:{f.line}:{f.col}: fixed: {f.message} [{f.rule_id}]")
     return "\n".join(out) + ("\n" if out else "")
