@@ -154,7 +154,8 @@ def test_field_assignment_is_blamed_for_the_queue_in_another_file():
     assert review_cli(HERE / "field.patch", "--format", "rdjson").stdout == golden("field.rdjson")
     text = review_cli(HERE / "field.patch").stdout.splitlines()
     assert text[0].startswith("fs/pool/queue.c:8:13: warning: WQ_UNBOUND")
-    assert text[-1] == "    introduced at fs/pool/super.c:8"
+    assert text[-2:] == ["    introduced at fs/pool/super.c:8",
+                         "    this patch changes max_active to num_online_cpus(): it now follows the CPU count"]
 
 
 def test_field_patch_without_tree_says_resolution_is_reduced():

@@ -72,9 +72,8 @@ def flag_steps(c) -> list:
     """The resolution of the flags, when the comment is about a change there: the chain
     shown is max_active's."""
     f = c.finding
-    if not any((s.path, s.line) == (c.path, c.line) for s in f.flags_chain):
-        return []
-    return [s for s in f.flags_chain if s not in f.chain]
+    steps = [s for s in f.flags_chain if s not in f.chain]
+    return steps if any((s.path, s.line) == (c.path, c.line) for s in steps) else []
 
 
 def sentence(text: str) -> str:
