@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from helpers import run
+from helpers import run, scan_json
 
 pytestmark = pytest.mark.skipif(not (shutil.which("sparse") and shutil.which("cpp")),
                                 reason="needs Debian's sparse and cpp")
@@ -245,7 +245,7 @@ def test_the_command_takes_a_fast_path_with_the_same_output(build_dir):
 
 
 def test_a_failing_tree_analysis_does_not_break_the_build(tree, monkeypatch):
-    from wqlint import facts
+    from wqlint.check import facts
 
     def boom(*args, **kw):
         raise RuntimeError("boom")
@@ -254,6 +254,107 @@ def test_a_failing_tree_analysis_does_not_break_the_build(tree, monkeypatch):
     assert result.exit_code == 0
     assert result.stderr == (f"wqlint check: {tree / 'pool' / 'start.c'}: the tree analysis failed "
                              "(RuntimeError: boom): values from other files are not used\n")
+
+
+# -- calls the unit shows expanded: create_*() macros, v7.x's alloc_hooks() and _noprof functions ----
+CHECK7 = FIXTURES / "check7"
+WQ7 = CHECK7 / "drv" / "wq7.c"
+
+
+def scan_lines(root, *files):
+    """What `wqlint scan` reports for files of root, as the checker prints it (sparse's format,
+    paths as the checker is given them), without the migration advice."""
+    from wqlint.finding import Finding, Report
+    from wqlint.formatters import sparse
+    doc, _ = scan_json(*files)
+    findings = []
+    for d in doc["findings"]:
+        d = dict(d, path=str(root / d["path"]), chain=[dict(st, path=str(root / st["path"])) for st in d["chain"]])
+        findings.append(Finding.from_dict(d))
+    text = sparse.format(Report(root=str(root), findings=findings), None)
+    return [ln for ln in text.splitlines() if not ln.startswith("    fix: ")]
+
+
+def check7(*args, env=None):
+    return run("check", *CHECKFLAGS, "-nostdinc", "-I", str(CHECK7 / "include"), "-D__KERNEL__", *args, WQ7,
+               env=env)
+
+
+def by_finding(lines):
+    """The lines of each finding: its warning, then its chain."""
+    out = []
+    for ln in lines:
+        if ln.startswith("    "):
+            out[-1].append(ln)
+        else:
+            out.append([ln])
+    return out
+
+
+@pytest.mark.parametrize("profiling", [False, True], ids=["profiling-off", "profiling-on"])
+def test_v7_allocations_are_seen_after_preprocessing(profiling):
+    """v6.17+ (fda6add92438): alloc_workqueue(...) is alloc_hooks(alloc_workqueue_noprof(...)),
+    which the unit holds three times per call; devm_alloc_workqueue() likewise (v7.1). Each
+    call is reported once, at the name the source writes, as `wqlint scan` reports it, and
+    how the API configures alloc_hooks() (CONFIG_MEM_ALLOC_PROFILING) is not the caller's."""
+    result = check7(*(["-DCONFIG_MEM_ALLOC_PROFILING=1"] if profiling else []))
+    assert result.exit_code == 0, result.stderr
+    got = by_finding(without_fix(result))
+    assert [f[0].split(": ")[0] + " " + f[0].rsplit(" ", 1)[-1] for f in got] == [
+        f"{WQ7}:12:12 [unbound-max-active-cpu-count]", f"{WQ7}:13:14 [legacy-create-workqueue]",
+        f"{WQ7}:14:14 [legacy-create-workqueue]", f"{WQ7}:14:14 [unbound-max-active-one]",
+        f"{WQ7}:15:14 [legacy-create-workqueue]", f"{WQ7}:16:11 [percpu-max-active-cpu-count]"]
+    assert "(with CONFIG_" not in result.stderr
+    # The source's words, as scan has them: alloc_workqueue(), not alloc_workqueue_noprof().
+    assert got[0][1:] == [f"    {WQ7}:12: alloc_workqueue(flags 'WQ_UNBOUND', max_active 'num_online_cpus()')",
+                          f"    {WQ7}:12: CPU count num_online_cpus()"]
+    assert got[-1][1:] == [f"    {WQ7}:16: devm_alloc_workqueue(flags 'WQ_PERCPU', max_active "
+                           "'num_possible_cpus()')",
+                           f"    {WQ7}:16: CPU count num_possible_cpus()"]
+    # What scan reports for the file, the checker reports the same, chain and message. (Scan
+    # does not see devm_alloc_workqueue() here: it has no kernel/workqueue.c to follow.)
+    assert [ln for f in got[:-1] for ln in f] == scan_lines(CHECK7, WQ7)
+
+
+def test_legacy_calls_are_recovered_from_the_original_line_without_facts(build_dir):
+    """Without the tree analysis, the create_*() macros are read from the unit's #defines:
+    each macro where it is used and where its #define calls the next one."""
+    from wqlint import catalogue, check as check_mod
+    from wqlint.finding import Report
+    from wqlint.formatters import sparse
+    inv = check_mod.parse_args([*CHECKFLAGS, "-nostdinc", "-I", str(CHECK7 / "include"), "-D__KERNEL__",
+                                str(WQ7)])
+    findings, notes = check_mod.check(inv, catalogue.load(None), use_facts=False)
+    assert notes == []
+    wq_h = CHECK7 / "include" / "linux" / "workqueue.h"
+    lines = sparse.format(Report(root="", findings=findings), None).splitlines()
+    legacy = [f for f in by_finding(ln for ln in lines if not ln.startswith("    fix: "))
+              if f[0].endswith("[legacy-create-workqueue]")]
+    assert [f[1:] for f in legacy] == [
+        [f"    {WQ7}:13: calls create_workqueue()",
+         f"    {wq_h}:47: alloc_workqueue(flags '__WQ_LEGACY | WQ_MEM_RECLAIM | WQ_PERCPU', max_active '1')"],
+        [f"    {WQ7}:14: calls create_freezable_workqueue()",
+         f"    {wq_h}:49: alloc_workqueue(flags '__WQ_LEGACY | WQ_FREEZABLE | WQ_UNBOUND | WQ_ME...', "
+         "max_active '1')"],
+        [f"    {WQ7}:15: calls create_singlethread_workqueue()",
+         f"    {wq_h}:52: calls alloc_ordered_workqueue()",
+         # the flags as this unit expands them (scan shows the macro's own '(flags)')
+         f"    {wq_h}:44: alloc_workqueue(flags 'WQ_UNBOUND | __WQ_ORDERED | (__WQ_LEGACY | WQ_M...', "
+         "max_active '1')"]]
+    assert [(f.line, f.col, f.message.split(" (")[-1]) for f in findings
+            if f.rule_id == "legacy-create-workqueue"] == [
+        (13, 14, "create_workqueue())"), (14, 14, "create_freezable_workqueue())"),
+        (15, 14, "create_singlethread_workqueue())")]
+    assert not (build_dir / ".wqlint-facts.json").exists()
+
+
+def test_legacy_call_before_v6_17():
+    """Up to v6.16 create_workqueue() expands to a call of the alloc_workqueue() function."""
+    legacy = CHECK / "legacy.c"
+    result = check(legacy)
+    assert result.exit_code == 0, result.stderr
+    assert without_fix(result) == scan_lines(CHECK, legacy)
+    assert [w.split(": ")[0] for w in warnings(result) if not w.startswith("    ")] == [f"{legacy}:9:14"]
 
 
 # -- bad input -------------------------------------------------------------------------------------

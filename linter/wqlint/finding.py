@@ -12,6 +12,10 @@ class Step:
     line: int  # 1-based
     text: str  # the source line, stripped
     note: str  # what this step contributes, e.g. "max_active <- local 'max_active'"
+    # A step that binds a wrapper's parameter at one of its calls: (the wrapper's name, the
+    # 0-based index of the argument). `wqlint check` resolves that argument again as the
+    # configuration being built makes it.
+    binds: tuple = ()
 
     def to_dict(self) -> dict:
         return {"path": self.path, "line": self.line, "text": self.text, "note": self.note}

@@ -299,7 +299,7 @@ class Engine:
                     arg = cargs[key]
                     bound[key] = Alt(Step(rel, cline, cscope.src.line_text(cline).strip(),
                                           f"'{p.name}' <- argument {key + 1} '{_short(parser.text(arg), 50)}' "
-                                          f"of {scope.name}()"),
+                                          f"of {scope.name}()", binds=(scope.name, key)),
                                      (self.resolver.resolve(arg, cscope),), "")
                 return Alt(p.step, (bound[key],), "")
             nflags = substitute(flags, bind)

@@ -44,15 +44,15 @@ import re
 import time
 import zlib
 
-from wqlint import __version__, api
+from wqlint import __version__
+from wqlint.check import names
 
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
 # checker process, and those imports would cost more than reading the facts.
 
-FORMAT = 2
+FORMAT = 3
 FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
-SINKS = tuple(api.SINKS)
 
 
 class FactsError(Exception):
@@ -97,7 +97,16 @@ def cache_dir(file: str, root: str) -> str:
 
 # -- values to and from JSON ------------------------------------------------------------------
 def _enc_step(step):
-    return None if step is None else [step.path, step.line, step.text, step.note]
+    if step is None:
+        return None
+    return [step.path, step.line, step.text, step.note] + ([list(step.binds)] if step.binds else [])
+
+
+def _dec_step(s, path_of):
+    from wqlint.finding import Step
+    if s is None:
+        return None
+    return Step(path_of(s[0]), s[1], s[2], s[3], tuple(s[4]) if len(s) > 4 else ())
 
 
 def encode_value(value, memo: dict) -> list:
@@ -128,14 +137,10 @@ def encode_value(value, memo: dict) -> list:
 
 def decode_value(data, path_of):
     """The value encoded as data, with every step's path passed through path_of."""
-    from wqlint.finding import Step
     from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Tunable, Unknown
 
-    def step(s):
-        return None if s is None else Step(path_of(s[0]), s[1], s[2], s[3])
-
     def dec(d):
-        kind, s = d[0], step(d[1])
+        kind, s = d[0], _dec_step(d[1], path_of)
         if kind == "c":
             return Const(s, d[2])
         if kind == "n":
@@ -158,18 +163,19 @@ def encode_site(site) -> dict:
             "flags": encode_value(site.flags, memo), "max_active": encode_value(site.max_active, memo),
             "prefix": [_enc_step(s) for s in site.prefix], "via": list(site.via),
             "suppressed": sorted(site.suppressed), "only": sorted(site.only) if site.only is not None else None,
-            "skip": sorted(site.skip), "function": site.function, "queue": site.queue}
+            "skip": sorted(site.skip), "function": site.function, "queue": site.queue,
+            "args": [site.flags_arg, site.max_active_arg]}
 
 
 def decode_site(d: dict, path: str, path_of):
-    from wqlint.finding import Step
     from wqlint.scan.site import Site
     return Site(entry=d["entry"], path=path, line=d["line"], col=d["col"], end_col=d["end_col"],
                 flags=decode_value(d["flags"], path_of), max_active=decode_value(d["max_active"], path_of),
-                prefix=[Step(path_of(s[0]), s[1], s[2], s[3]) for s in d["prefix"]], via=list(d["via"]),
+                prefix=[_dec_step(s, path_of) for s in d["prefix"]], via=list(d["via"]),
                 suppressed=frozenset(d["suppressed"]),
                 only=frozenset(d["only"]) if d["only"] is not None else None, skip=frozenset(d["skip"]),
-                function=d.get("function", ""), queue=d.get("queue", ""))
+                function=d.get("function", ""), queue=d.get("queue", ""),
+                flags_arg=d.get("args", (-1, -1))[0], max_active_arg=d.get("args", (-1, -1))[1])
 
 
 # -- the facts --------------------------------------------------------------------------------
@@ -197,8 +203,14 @@ class Facts:
 
     def mention_re(self):
         """Matches a call of an allocation function or of a known wrapper."""
-        names = sorted(set(SINKS) | self.wrappers, key=len, reverse=True)
-        return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\s*\(")
+        return mention_re(self.wrappers)
+
+
+def mention_re(wrappers):
+    """Matches a call of an allocation function, by any of its names before and after cpp, or
+    of one of wrappers."""
+    called = sorted(names.ENTRY_POINTS | frozenset(wrappers), key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, called)) + r")\s*\(")
 
 
 def _stamp(path: str):
