@@ -490,3 +490,45 @@ def test_external_module_follows_the_configuration(kbuild, tmp_path, unbound):
                     + " (with CONFIG_WQLINT_DEMO_UNBOUND not set) [percpu-max-active-cpu-count]")
     assert [ln for ln in got.stderr.splitlines() if ln.startswith(str(demo))] == [expected]
     assert (mod / "demo.o").is_file() and (mod / ".wqlint-facts.json").is_file()
+
+
+# linux-source-7.3 (v7.3.4): alloc_workqueue() is alloc_hooks(alloc_workqueue_noprof(...)) there
+# (v6.17, fda6add92438), so the unit shows every call only under its _noprof name, and
+# net/ipv4/inet_fragment.c's create_workqueue() only as the allocation it expands to. The sites,
+# read from the C: the CPU-count max_active of blk-crypto-fallback, dm-crypt's unbound crypt
+# queue, btrfs' thread_pool_size (scrub.c, and disk-io.c's queues through
+# btrfs_alloc_workqueue() and alloc_workqueue()), erofs, f2fs' two queues, fs-verity's per-CPU
+# read queue; kernel/workqueue.c's system queues all say WQ_PERCPU or WQ_UNBOUND on 7.3.
+KERNEL_TARGETS_7_3 = ["fs/btrfs/scrub.o", "fs/btrfs/disk-io.o", "fs/erofs/zdata.o", "fs/f2fs/data.o",
+                      "drivers/md/dm-crypt.o", "block/blk-crypto-fallback.o", "fs/verity/", "kernel/workqueue.o",
+                      "net/ipv4/inet_fragment.o"]
+KERNEL_EXPECTED_7_3 = sorted(
+    [("block/blk-crypto-fallback.c:573:18", UB), ("drivers/md/dm-crypt.c:3386:21", UB),
+     ("fs/btrfs/scrub.c:3027:18", UB), ("fs/erofs/zdata.c:470:22", UB), ("fs/f2fs/data.c:4485:12", UB),
+     ("fs/f2fs/data.c:4490:18", UB), ("fs/verity/verify.c:494:28", PC),
+     ("net/ipv4/inet_fragment.c:212:17", "note [legacy-create-workqueue]")]
+    + [(f"fs/btrfs/disk-io.c:{loc}", UB) for loc in ("1959:3", "1962:3", "1966:3", "1970:3", "1976:3", "1978:3",
+                                                      "1979:25", "1981:3", "1984:3", "1987:3")])
+
+
+@pytest.fixture(scope="module")
+def kbuild_7_3(linux_7_3):
+    if not shutil.which("make") or not shutil.which("gcc"):
+        pytest.skip("needs make and gcc")
+    from kbuild import prepared_build
+    return prepared_build(linux_7_3, series="7.3")
+
+
+@pytest.mark.kernel
+def test_kernel_build_7_3_gives_what_scan_gives(linux_7_3, kbuild_7_3):
+    """make O=... C=2 CHECK="wqlint check" on v7.3: every finding of `wqlint scan` for the
+    checked files, with the same message and chain, and nothing else."""
+    got = subprocess.run(["make", "-s", "-j2", f"O={kbuild_7_3}", "C=2", f"CHECK={WQLINT} check",
+                          *KERNEL_TARGETS_7_3], cwd=linux_7_3, capture_output=True, text=True, timeout=3600)
+    assert got.returncode == 0, got.stderr[-4000:]
+    lines = [ln for ln in got.stderr.splitlines() if not ln.startswith("    fix: ")]
+    assert not [ln for ln in lines if ln.startswith("wqlint check: ")]  # no file failed, no note
+    found = by_finding(lines)
+    assert sorted(headline(f[0], linux_7_3) for f in found) == KERNEL_EXPECTED_7_3
+    sources = [linux_7_3 / (t[:-2] + ".c" if t.endswith(".o") else t) for t in KERNEL_TARGETS_7_3]
+    assert sorted(found) == sorted(by_finding(scan_lines(linux_7_3, *sources)))
