@@ -59,6 +59,7 @@ class Mapping:
         self._same: dict = {}
         self._mapped: dict = {}
         self._reach: dict = {}
+        self._written: dict = {}
 
     def is_main(self, name: str) -> bool:
         return same_file(name, self.file, self._same)
@@ -102,6 +103,12 @@ class Mapping:
     def written(self, path: str, line: int, unit_line: int, called: str) -> list:
         """Each name on the original line (path, line) whose use is a call of `called` on
         unit line unit_line: `called` itself, or a macro that expands to a call of it."""
+        key = (path, line, unit_line, called)
+        if key not in self._written:
+            self._written[key] = self._find_written(path, line, unit_line, called)
+        return self._written[key]
+
+    def _find_written(self, path: str, line: int, unit_line: int, called: str) -> list:
         text = self.orig.line(path, line)
         out = []
         for m in _IDENT.finditer(text):
@@ -139,11 +146,13 @@ class Mapping:
     def _reaches(self, name: str, called: str, before: int, depth: int):
         """[(macro, (path, line) of its #define)] from name down to a macro whose body calls
         `called`, following the definitions live at unit line before; None if it does not."""
-        key = (name, called, before)
+        # Not keyed by the use: a macro defined again further down to expand otherwise is
+        # not worth a search of the unit per line.
+        key = (name, called)
         if key in self._reach:
             return self._reach[key]
         self._reach[key] = None  # a macro that names itself is not expanded again
-        got = self.unit.definition(name, before) if depth > 0 and self.unit.defines(name) else None
+        got = self.unit.definition(name, before) if depth > 0 else None
         found = None
         if got is not None:
             uline, body = got

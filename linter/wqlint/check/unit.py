@@ -119,28 +119,29 @@ class Unit:
             at = self.raw.rfind(needle, 0, at)
         return -1
 
-    def definitions(self, wanted: dict) -> dict:
-        """{name: (unit line, body)} of the macros in wanted ({name: unit line of the use})
-        that are defined there. Most names on a line are not macros: one pass over the unit
-        lists the names it defines, and only those are looked for."""
-        out = {}
-        for name, before in wanted.items():
-            if self.defines(name):
-                got = self.definition(name, before)
-                if got is not None:
-                    out[name] = got
-        return out
-
     def defines(self, name: str) -> bool:
-        """Does the unit #define name anywhere?"""
+        """Does the unit #define name anywhere? Most names on a line are not macros: one pass
+        over the unit lists the names it defines, and only those are looked for."""
         if self._names is None:
             self._names = set(_DEFINED_NAME.findall(self.raw))
         return name in self._names
+
+    def definitions(self, wanted: dict) -> dict:
+        """{name: (unit line, body)} of the macros in wanted ({name: unit line of the use})
+        that are defined there."""
+        out = {}
+        for name, before in wanted.items():
+            got = self.definition(name, before)
+            if got is not None:
+                out[name] = got
+        return out
 
     def definition(self, name: str, before: int = 0):
         """(unit line, body) of the definition of macro name live at unit line `before` (at
         the end of the unit when 0), or None when it is not a macro there. cpp -dD leaves each
         #define and #undef where it was: the last one before the use decides."""
+        if not self.defines(name):
+            return None
         limit = self._pos_of_line(before) if before else len(self.raw)
         at = self._last("define", name, limit)
         if at < 0 or self._last("undef", name, limit) > at:
