@@ -366,7 +366,7 @@ def test_makefile_that_never_ends(tmp_path, kind):
 
 
 def test_facts_cache_that_is_a_fifo_or_mangled_is_rebuilt(tmp_path):
-    from wqlint import facts
+    from wqlint.check import facts
 
     root = tiny_tree(tmp_path)
     build = tmp_path / "build"

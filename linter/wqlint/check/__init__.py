@@ -12,7 +12,8 @@ line and printed on stderr in sparse's format. One job per module:
 - facts: the tree analysis, cached in the build directory, for what other files contribute;
 - config: which CONFIG_ options a finding hangs on;
 - checker: one run, from the unit's scan and the facts to the findings;
-- names: the API's names as a preprocessed unit shows them;
+- names: the API's names as a preprocessed unit shows them (from wqlint.api);
+- errors, debug: the one error (a line, exit 1) and what WQLINT_DEBUG shows;
 - wqlint.formatters.sparse: the output.
 """
 from __future__ import annotations

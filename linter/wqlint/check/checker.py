@@ -173,7 +173,8 @@ class Checker:
                 continue  # the API's own definition, through a helper of kernel/workqueue.c
             path, line = at
             written = self.map.written(path, line, s.line, s.entry)
-            w = written[0] if len(written) == 1 else next((x for x in written if x.name == s.entry), None)
+            # (Two allocations on one line through different macros are taken as the first.)
+            w = next((x for x in written if x.name == s.entry), written[0] if written else None)
             col = w.col if w else column(self._unit_line(s.line), s.col, self.orig.line(path, line))
             entry = (w.wrappers[0][0] if w and w.wrappers else w.entry) if w else s.entry
             key = (line, col, entry, tuple(s.via))
