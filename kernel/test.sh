@@ -1,38 +1,50 @@
 #!/bin/bash
-# Apply the kernel/ patch series to Debian's linux-source-6.12, checkpatch it
-# and run its KUnit suite under qemu on two SMP topologies with SMT.
+# Apply the kernel/ patch series to Debian's linux-source-7.3, checkpatch it,
+# build what it touches with W=1 and sparse, and run its KUnit suite under
+# qemu on three SMP topologies with SMT.
 #
 # Usage: kernel/test.sh
 #
 # Environment:
 #   WQLINT_CACHE    cache root (default: $HOME/.cache/wqlint); the tree and
-#                   the build live in $WQLINT_CACHE/kernel-series/
+#                   the builds live in $WQLINT_CACHE/kernel-series-7.3/
 #   JOBS            parallel make jobs (default: nproc)
 #   KUNIT_TIMEOUT   seconds allowed per qemu run (default: 900)
 #   QEMU_ACCEL      qemu accelerator (default: tcg)
 #   NO_APT=1        don't try to install missing packages
 #
-# Exit status: 0 if the series applies, checkpatch reports no error and no
-# warning, and every KUnit case passes on both topologies; 1 otherwise.
+# Exit status: 0 if the series applies, checkpatch --strict reports nothing,
+# W=1 and sparse report nothing on the lines the series adds, every touched
+# object builds, and every KUnit case passes on every topology; 1 otherwise.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-cache=${WQLINT_CACHE:-$HOME/.cache/wqlint}/kernel-series
+repo=$(dirname "$here")
+cache=${WQLINT_CACHE:-$HOME/.cache/wqlint}/kernel-series-7.3
 tree=$cache/linux
-build=$cache/build
+build=$cache/build          # KUnit kernel (kunit.py --build_dir)
+check=$cache/build-check    # defconfig + the touched subsystems, W=1 and sparse
 results=$cache/results
-tarball=/usr/src/linux-source-6.12.tar.xz
 jobs=${JOBS:-$(nproc)}
 timeout=${KUNIT_TIMEOUT:-900}
 
-# qemu topologies: 16 CPUs as one LLC of 8 SMT cores, and as two LLCs
-# (sockets) of 4 SMT cores. qemu's default CPU model refuses SMT, hence -cpu.
+# qemu topologies: 16 CPUs as one LLC of 8 SMT cores (one cache_shard pod at
+# the default shard size of 8 cores), as two LLCs (sockets) of 4 SMT cores, and
+# 24 CPUs as one LLC of 12 SMT cores, which upstream's cache_shard splits into
+# two shards of 6 cores. qemu's default CPU model refuses SMT, hence -cpu.
 topologies=(
 	"1llc:-smp 16,sockets=1,cores=8,threads=2"
 	"2llc:-smp 16,sockets=2,cores=4,threads=2"
+	"split:-smp 24,sockets=1,cores=12,threads=2"
 )
-# boot-time shard size used for the live cache_shard checks
-kernel_args="workqueue.cache_shard_size=4"
+
+# options that build the objects the conversions touch on x86_64
+check_config=(
+	KUNIT WQ_KUNIT_TEST BLOCK BLK_INLINE_ENCRYPTION BLK_INLINE_ENCRYPTION_FALLBACK
+	F2FS_FS F2FS_FS_COMPRESSION EROFS_FS EROFS_FS_ZIP FS_VERITY BTRFS_FS
+	MD BLK_DEV_DM DM_CRYPT COMPILE_TEST PCI PCI_MSI ACPI CRYPTO_HW CRYPTO_DEV_HISI_ZIP
+	CRYPTO_DEV_HISI_QM
+)
 
 log() { printf '== %s\n' "$*"; }
 die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
@@ -43,8 +55,8 @@ mapfile -t patches < <(find "$here" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*.pa
 
 # --- packages -----------------------------------------------------------
 # python3-ply and python3-git let checkpatch validate SPDX tags
-pkgs=(linux-source-6.12 build-essential flex bison bc libelf-dev libssl-dev
-      python3 python3-ply python3-git perl git xz-utils qemu-system-x86)
+pkgs=(build-essential flex bison bc libelf-dev libssl-dev python3 python3-ply
+      python3-git perl git xz-utils qemu-system-x86 sparse ccache)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
@@ -58,7 +70,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-[ -r "$tarball" ] || die "$tarball not found"
+# ccache keeps compiled objects across series versions and lost build dirs
+export CCACHE_DIR=$cache/ccache
+cc="ccache gcc"
 
 # --- tree: unpack once, commit as base, apply the series ---------------------
 series_id=$(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)
@@ -67,28 +81,40 @@ git_id=(-c user.name="wqlint test" -c user.email="wqlint-test@localhost"
 
 mkdir -p "$cache" "$results"
 if [ ! -d "$tree/.git" ] || ! git -C "$tree" rev-parse -q --verify base >/dev/null; then
+	tarball=$("$repo/scripts/kernel-source" 7.3) || die "cannot fetch linux-source-7.3"
 	log "unpacking $tarball into $tree"
-	rm -rf "$tree" "$cache/linux-source-6.12"
+	rm -rf "$tree" "$cache/linux-source-7.3"
 	tar -xf "$tarball" -C "$cache"
-	mv "$cache/linux-source-6.12" "$tree"
+	mv "$cache/linux-source-7.3" "$tree"
 	git -C "$tree" init -q
 	# Debian's tree has a .gitignore of /*
 	git -C "$tree" add -A -f
-	git -C "$tree" "${git_id[@]}" commit -q -m "Debian linux-source-6.12 (base)"
+	git -C "$tree" "${git_id[@]}" commit -q -m "Debian linux-source-7.3 (base)"
 	git -C "$tree" tag base
 fi
 
 if [ "$(cat "$cache/series-id" 2>/dev/null)" = "$series_id" ] &&
    [ -z "$(git -C "$tree" status --porcelain --untracked-files=no)" ]; then
-	log "series already applied (reusing $tree and $build)"
+	log "series already applied (reusing $tree and the builds)"
 else
 	log "applying ${#patches[@]} patches with git am"
 	rm -f "$cache/series-id"
 	git -C "$tree" am --abort >/dev/null 2>&1 || true
+	# Remember the files the previous series changed, so that those it
+	# leaves as they were keep their mtime and make doesn't rebuild every
+	# object that includes them.
+	(cd "$tree" && git diff --name-only base HEAD 2>/dev/null |
+		while read -r f; do
+			[ -f "$f" ] && printf '%s %s %s\n' "$(git hash-object "$f")" \
+				"$(stat -c %Y "$f")" "$f"
+		done) > "$cache/previous-files"
 	git -C "$tree" reset -q --hard base
 	git -C "$tree" clean -q -fdx
 	git -C "$tree" "${git_id[@]}" am -q "${patches[@]}" ||
 		die "the series does not apply"
+	(cd "$tree" && while read -r blob mtime f; do
+		[ -f "$f" ] && [ "$(git hash-object "$f")" = "$blob" ] && touch -d "@$mtime" "$f"
+	done < "$cache/previous-files")
 	echo "$series_id" > "$cache/series-id"
 fi
 git -C "$tree" log --oneline base..HEAD
@@ -98,13 +124,74 @@ log "checkpatch --strict --no-signoff"
 cp_fail=0
 for p in "${patches[@]}"; do
 	out=$(cd "$tree" && PATH="/usr/bin:$PATH" perl scripts/checkpatch.pl --strict --no-signoff "$p" 2>&1) || true
-	total=$(printf '%s\n' "$out" | grep '^total:' || echo "total: ? errors, ? warnings")
+	total=$(printf '%s\n' "$out" | grep '^total:' || echo "total: ? errors, ? warnings, ? checks")
 	printf '%-72s %s\n' "$(basename "$p")" "$total"
-	if ! printf '%s\n' "$total" | grep -q '^total: 0 errors, 0 warnings'; then
+	if ! printf '%s\n' "$total" | grep -q '^total: 0 errors, 0 warnings, 0 checks,'; then
 		printf '%s\n' "$out"
 		cp_fail=1
 	fi
 done
+
+# --- W=1 and sparse on the touched objects -----------------------------------
+# Every .c file the series changes that its directory's Makefile builds (the
+# KUnit file is #included by kernel/workqueue.c) is compiled with W=1 and
+# checked with sparse; a warning counts when it points at a line the series
+# adds. The result is kept per series, so a rerun doesn't rebuild.
+check_fail=0
+if [ "$(cat "$results/check.id" 2>/dev/null)" = "$series_id" ]; then
+	log "W=1 and sparse: reusing the result for this series"
+else
+	log "W=1 and sparse on the touched objects"
+	rm -f "$results/check.id"
+	objs=()
+	for f in $(git -C "$tree" diff --name-only --diff-filter=AM base..HEAD -- '*.c'); do
+		o=$(basename "${f%.c}.o")
+		grep -qsw "$o" "$tree/$(dirname "$f")/Makefile" "$tree/$(dirname "$f")/Kbuild" &&
+			objs+=("${f%.c}.o")
+	done
+	if [ ! -f "$check/.config" ]; then
+		nice -n 10 make -s -C "$tree" O="$check" CC="$cc" defconfig >/dev/null
+		args=()
+		for c in "${check_config[@]}"; do args+=(-e "$c"); done
+		"$tree/scripts/config" --file "$check/.config" "${args[@]}"
+		nice -n 10 make -s -C "$tree" O="$check" CC="$cc" olddefconfig >/dev/null
+	fi
+	for c in "${check_config[@]}"; do
+		grep -q "^CONFIG_$c=y" "$check/.config" ||
+			{ echo "CONFIG_$c is not set in $check/.config"; check_fail=1; }
+	done
+	nice -n 10 make -s -C "$tree" O="$check" CC="$cc" -j"$jobs" prepare >/dev/null 2>&1 ||
+		die "make prepare failed in $check"
+	# added lines, as file:line
+	git -C "$tree" diff -U0 base..HEAD | awk '
+		/^\+\+\+ b\// { file = substr($0, 7) }
+		/^@@/ { split($3, a, ","); line = substr(a[1], 2); n = (a[2] == "") ? 1 : a[2];
+			for (i = 0; i < n; i++) print file ":" line + i }' > "$results/added-lines"
+	: > "$results/check.log"
+	for o in "${objs[@]}"; do
+		# C=2: sparse even when the object is up to date
+		if ! nice -n 10 make -C "$tree" O="$check" CC="$cc" W=1 C=2 "$o" \
+			>> "$results/check.log" 2>&1; then
+			echo "build failed: $o"
+			check_fail=1
+		fi
+		printf 'built %s\n' "$o" >> "$results/check.log"
+	done
+	grep -oE '^[^ :]+:[0-9]+:[0-9]+: (warning|error)' "$results/check.log" |
+		sed -E 's|^\.\./linux/||; s|:[0-9]+: (warning\|error)$||' | sort -u > "$results/warned-lines" || true
+	grep -Fxf "$results/added-lines" "$results/warned-lines" > "$results/added-warnings" || true
+	[ $check_fail = 0 ] && echo "$series_id" > "$results/check.id"
+fi
+grep '^built ' "$results/check.log" || true
+n_warn=$(grep -cE ': (warning|error):' "$results/check.log" || true)
+n_added=$(wc -l < "$results/added-warnings")
+printf 'W=1 and sparse: %s warnings in the touched objects, %s on added lines\n' \
+	"$n_warn" "$n_added"
+if [ "$n_added" != 0 ]; then
+	grep -F -f "$results/added-warnings" "$results/check.log" || true
+	check_fail=1
+	rm -f "$results/check.id"
+fi
 
 # --- KUnit ------------------------------------------------------------------
 # TCG by default: the suite boots in seconds under it, and KVM with a CPU
@@ -112,30 +199,25 @@ done
 # hang the guest.
 accel="-accel ${QEMU_ACCEL:-tcg}"
 kunit() {
-	(cd "$tree" && PYTHONDONTWRITEBYTECODE=1 python3 tools/testing/kunit/kunit.py "$@" \
+	(cd "$tree" && PYTHONDONTWRITEBYTECODE=1 nice -n 10 python3 tools/testing/kunit/kunit.py "$@" \
 		--arch=x86_64 --build_dir="$build" \
 		--kunitconfig=kernel/workqueue.kunitconfig)
 }
 
 kunit_fail=0
-first=1
+log "KUnit build"
+if ! kunit build --jobs="$jobs" --make_options "CC=$cc" > "$results/build.out" 2>&1; then
+	tail -50 "$results/build.out"
+	die "KUnit build failed"
+fi
 for t in "${topologies[@]}"; do
 	name=${t%%:*}
 	smp=${t#*:}
 	qemu_args="$smp -cpu Skylake-Server $accel"
-	# build once with "run", then only boot the same kernel with "exec"
-	if [ $first = 1 ]; then
-		log "KUnit build + run ($name: $qemu_args)"
-		cmd=(run --jobs="$jobs")
-	else
-		log "KUnit run without rebuild ($name: $qemu_args)"
-		cmd=(exec)
-	fi
-	first=0
+	log "KUnit run ($name: $qemu_args)"
 	status=0
-	kunit "${cmd[@]}" --timeout="$timeout" --kernel_args="$kernel_args" \
-		--qemu_args="$qemu_args" --json="$results/$name.json" \
-		> "$results/$name.out" 2>&1 || status=$?
+	kunit exec --timeout="$timeout" --qemu_args="$qemu_args" \
+		--json="$results/$name.json" > "$results/$name.out" 2>&1 || status=$?
 	cp "$build/test.log" "$results/$name.log" 2>/dev/null || true
 	grep -E '\[(PASSED|FAILED|SKIPPED|CRASHED)\]|Testing complete|Elapsed time' \
 		"$results/$name.out" || true
@@ -147,10 +229,10 @@ for t in "${topologies[@]}"; do
 		log "KUnit FAILED on $name (exit $status), full output:"
 		cat "$results/$name.out"
 		kunit_fail=1
-		[ $status = 0 ] || break
+		continue
 	fi
-	log "topology and pod counts seen by the suite on $name"
-	grep -oE '(topology: .*|cache_shard_size=[0-9]+: [0-9]+ pods)' \
+	log "topology, pods and in-flight peaks seen by the suite on $name"
+	grep -oE '(topology: .*|LLC [0-9]+ \(.*|cache_shard_size=[0-9]+: [0-9]+ pods|inflight: .*)' \
 		"$results/$name.log" | awk '!seen[$0]++' || true
 done
 
@@ -162,7 +244,8 @@ for t in "${topologies[@]}"; do
 		"$(grep -h 'Testing complete' "$results/$name.out" 2>/dev/null || echo 'not run')"
 done
 [ $cp_fail = 0 ] && echo "checkpatch: clean" || echo "checkpatch: FAILED"
-if [ $cp_fail != 0 ] || [ $kunit_fail != 0 ]; then
+[ $check_fail = 0 ] && echo "W=1 and sparse: clean" || echo "W=1 and sparse: FAILED"
+if [ $cp_fail != 0 ] || [ $check_fail != 0 ] || [ $kunit_fail != 0 ]; then
 	exit 1
 fi
 echo "kernel series: OK"

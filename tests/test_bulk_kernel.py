@@ -118,17 +118,17 @@ def test_verify_compiles_a_slice(linux_6_12, tmp_path):
 
 @pytest.fixture(scope="module")
 def reference_tree(linux_6_12, tmp_path_factory):
-    """linux-source-6.12 with the kernel/ series applied: a hard-linked copy, patched."""
+    """linux-source-6.12 with the kernel/stable-6.12/ backport applied: a hard-linked copy, patched."""
     from conftest import REPO
     tree = tmp_path_factory.mktemp("reference") / "linux"
     subprocess.run(["cp", "-al", str(linux_6_12), str(tree)], check=True)
-    for patch in sorted((REPO / "kernel").glob("[0-9][0-9][0-9][0-9]-*.patch"))[1:]:
+    for patch in sorted((REPO / "kernel" / "stable-6.12").glob("[0-9][0-9][0-9][0-9]-*.patch"))[1:]:
         subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=tree, check=True)
     return tree
 
 
 def test_reference_series_compiles_on_the_patched_tree(reference_tree, tmp_path):
-    """The global-limit fixes call the APIs kernel/ adds: the objects compile against it."""
+    """The global-limit fixes call the APIs kernel/stable-6.12/ adds: the objects compile against it."""
     from conftest import CACHE
     out = tmp_path / "out"
     paths = [reference_tree / p for p in ("block", "drivers/md/dm-crypt.c", "fs/erofs", "fs/f2fs")]
