@@ -121,3 +121,21 @@ def test_variadic_macro_chain_names_the_forwarded_argument():
         ("drivers/vq/vq.c", 18, "'__VA_ARGS__[2]' <- argument 3 'num_online_cpus()' of vq_alloc_wq()"),
         ("drivers/vq/vq.c", 18, "CPU count num_online_cpus()"),
     ]
+
+
+def test_catalogue_registry_cocci_and_marks_agree():
+    """A rule is its module (named after its id) plus its catalogue entry; the .cocci files and
+    the fixture marks name only rules that exist."""
+    from annotations import marks
+    from conftest import FIXTURES
+    from wqlint import catalogue, checks
+
+    ids = {rule.id for rule in catalogue.load().rules}
+    assert set(checks.REGISTRY) == ids
+    for rule, module in checks.REGISTRY.items():
+        assert module.__name__.rsplit(".", 1)[1] == rule.replace("-", "_")
+        assert module.READS and module.READS <= {"flags", "max_active"}
+    assert {p.stem for p in COCCI} <= ids
+    for tree in (REPO / "examples" / "demo-tree", FIXTURES / "rules", FIXTURES / "mainline"):
+        expected, forbidden = marks(tree)
+        assert {rule for _, _, rule in expected | forbidden} <= ids, tree

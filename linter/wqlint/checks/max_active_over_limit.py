@@ -7,6 +7,7 @@ from wqlint.scan.site import CheckContext, Site, flag_info
 from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along
 
 RULE = "max-active-over-limit"
+READS = frozenset({"flags", "max_active"})
 
 
 def _limit(ctx: CheckContext, unbound: bool, ncpus: int) -> int:

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, kversion
-from wqlint.checks import CHECKS
+from wqlint import api, checks, kversion
 from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
@@ -27,9 +26,6 @@ from wqlint.scan.source import SourceError, call_digest, is_c_source, read_sourc
 from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
-# Rules that read only the flags: reported where the flags are known, even when the
-# max_active of the same call still comes from a wrapper's caller.
-FLAG_RULES = frozenset({"missing-affinity-flag"})
 API_HEADER = "include/linux/workqueue.h"
 MAX_ROUNDS = 12
 MAX_WRAPPER_DEPTH = 6
@@ -276,7 +272,7 @@ class Engine:
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
         if flags_here and callers:
             here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)
-            here.only = FLAG_RULES
+            here.only = checks.FLAGS_ONLY
             out.append(here)
         outer_at = (_forwarded_index(flags, scope.name), _direct_param_index(max_active, scope.name))
         for ccall, cscope in callers:
@@ -308,7 +304,7 @@ class Engine:
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
                                      [step] + prefix, [scope.name] + via, depth + 1, outer_at):
                 if flags_here:
-                    site.skip = site.skip | FLAG_RULES
+                    site.skip = site.skip | checks.FLAGS_ONLY
                 out.append(site)
         if not callers:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)]
@@ -505,20 +501,7 @@ def _direct_param_index(value, function: str) -> int:
     return value.index if isinstance(value, Param) and value.function == function else -1
 
 
-def judge(sites, ctx: CheckContext) -> list:
-    """The findings of every rule for the sites, once each, in report order."""
-    findings, seen = [], set()
-    for site in sites:
-        if "*" in site.suppressed:
-            continue
-        for check in CHECKS:
-            for f in check(site, ctx):
-                key = (f.rule_id, f.path, f.line, f.col)
-                if key not in seen:
-                    seen.add(key)
-                    findings.append(f)
-    findings.sort(key=lambda f: f.sort_key())
-    return findings
+judge = checks.judge  # the engine resolves sites; the rules judge them
 
 
 def _unique(errors):

@@ -5,6 +5,7 @@ from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site, flag_info
 
 RULE = "missing-affinity-flag"
+READS = frozenset({"flags"})
 
 
 def check(site: Site, ctx: CheckContext) -> list:

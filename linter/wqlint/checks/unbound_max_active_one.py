@@ -7,6 +7,7 @@ from wqlint.scan.site import CheckContext, Site, flag_info
 from wqlint.scan.values import evaluate, find_path, Const
 
 RULE = "unbound-max-active-one"
+READS = frozenset({"flags", "max_active"})
 
 
 def check(site: Site, ctx: CheckContext) -> list:

@@ -5,6 +5,7 @@ from wqlint.checks.common import applies, finding
 from wqlint.scan.site import CheckContext, Site, flag_info
 
 RULE = "legacy-create-workqueue"
+READS = frozenset({"flags"})
 
 
 def check(site: Site, ctx: CheckContext) -> list:

@@ -1,4 +1,5 @@
-"""unbound-max-active-cpu-count and percpu-max-active-cpu-count."""
+"""What unbound-max-active-cpu-count and percpu-max-active-cpu-count share: the path from
+max_active to a CPU count the caller chose, and the consequence on the scanned version."""
 from __future__ import annotations
 
 from wqlint import api, kversion
@@ -16,13 +17,14 @@ def cpu_origin_path(site: Site, ctx: CheckContext):
                      and not (v.step and v.step.path == ctx.api_header))
 
 
-def check(site: Site, ctx: CheckContext) -> list:
+def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
+    """The finding of rule_id (UNBOUND or PERCPU) when the site's max_active is a CPU count
+    and its flags say the queue is per-CPU (PERCPU) or may be unbound (UNBOUND)."""
     path = cpu_origin_path(site, ctx)
     if path is None:
         return []
     info = flag_info(site.flags, ctx.bits)
-    rule_id = PERCPU if info.unbound == "no" else UNBOUND
-    if not applies(site, ctx, rule_id):
+    if rule_id != (PERCPU if info.unbound == "no" else UNBOUND) or not applies(site, ctx, rule_id):
         return []
     origin = path[-1]
     n = ctx.ncpus

@@ -1,0 +1,12 @@
+"""unbound-max-active-cpu-count: max_active is a CPU count the caller chose, on a queue that may be unbound."""
+from __future__ import annotations
+
+from wqlint.checks import _cpu_count
+from wqlint.scan.site import CheckContext, Site
+
+RULE = "unbound-max-active-cpu-count"
+READS = frozenset({"flags", "max_active"})
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    return _cpu_count.judge(site, ctx, RULE)
