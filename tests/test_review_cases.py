@@ -230,3 +230,118 @@ def test_flags_local_comment_is_on_the_assignment(scan_repo):
     assert lines[0].startswith("drivers/demo/scan.c:20:13: warning: per-CPU workqueue")
     assert lines[-2:] == ["    introduced at drivers/demo/scan.c:11",
                           "    this patch drops WQ_UNBOUND: max_active = num_online_cpus() becomes a per-CPU limit"]
+
+
+# -- conversions judged by version, internal flags -----------------------------------------------
+CFG_C = """\
+// SPDX-License-Identifier: GPL-2.0
+/* Configuration queues of the demo driver. */
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *cfg_wq;
+static struct workqueue_struct *evt_wq;
+
+int demo_cfg_init(void)
+{
+	cfg_wq = alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);
+	if (!cfg_wq)
+		return -ENOMEM;
+	evt_wq = create_singlethread_workqueue("demo_evt");
+	if (!evt_wq)
+		return -ENOMEM;
+	return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cfg_repo(tmp_path_factory):
+    """drivers/demo/cfg.c in a v6.12 tree and in a v7.3 one (ordered queues may have WQ_SYSFS
+    from v7.1, a4aa8d94f243), and the conversions made from it."""
+    top = tmp_path_factory.mktemp("cfg")
+    repo = Repo(top / "repo", TREE)
+    repo.write("drivers/demo/cfg.c", CFG_C)
+    repo.commit("demo: configuration queues")
+    trees = {}
+    for version in ("6.12", "7.3"):
+        trees[version] = top / f"tree-{version}"
+        shutil.copytree(repo.path, trees[version], ignore=shutil.ignore_patterns(".git"))
+        major, minor = version.split(".")
+        (trees[version] / "Makefile").write_text(
+            f"# SPDX-License-Identifier: GPL-2.0\nVERSION = {major}\nPATCHLEVEL = {minor}\nSUBLEVEL = 0\n")
+    patches = {}
+    repo.edit("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);',
+              'alloc_ordered_workqueue("demo_cfg", WQ_SYSFS);')
+    repo.commit("demo: make the configuration queue ordered")
+    (patches["ordered-sysfs"],) = repo.format_patch(top / "out", "ordered-sysfs")
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.edit("drivers/demo/cfg.c", 'create_singlethread_workqueue("demo_evt");',
+              'alloc_ordered_workqueue("demo_evt", __WQ_LEGACY | WQ_MEM_RECLAIM);')
+    repo.commit("demo: replace create_singlethread_workqueue()")
+    (patches["legacy"],) = repo.format_patch(top / "out", "legacy")
+    return trees, patches
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_ordered_sysfs_conversion_before_v7_1(cfg_repo, fmt):
+    trees, patches = cfg_repo
+    result = review(patches["ordered-sysfs"], "--format", fmt, tree=trees["6.12"])
+    assert result.exit_code == 1, result.stderr
+    _golden(f"ordered-sysfs.{FORMATS[fmt]}", result.stdout, trees["6.12"])
+
+
+def test_ordered_sysfs_conversion_comment(cfg_repo):
+    trees, patches = cfg_repo
+    lines = review(patches["ordered-sysfs"], tree=trees["6.12"]).stdout.splitlines()
+    heads = [ln for ln in lines if not ln.startswith(" ")]
+    assert heads[0].startswith("drivers/demo/cfg.c:10:11: error: ordered workqueue with WQ_SYSFS: "
+                               "workqueue_sysfs_register() refuses it")
+    assert heads[0].endswith("(on v6.12 through alloc_ordered_workqueue()) [ordered-workqueue-sysfs]")
+    assert "    this patch adds __WQ_ORDERED: an ordered queue with WQ_SYSFS is refused by " \
+           "workqueue_sysfs_register() on v6.12: the allocation fails at boot" in lines
+    assert heads[1].startswith("drivers/demo/cfg.c:10:11: fixed: ")
+    assert heads[1].endswith("[unbound-max-active-one]")
+
+
+def test_ordered_sysfs_conversion_from_v7_1_is_fine(cfg_repo):
+    trees, patches = cfg_repo
+    result = review(patches["ordered-sysfs"], tree=trees["7.3"])
+    assert result.exit_code == 0, result.stderr
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("drivers/demo/cfg.c:10:11: fixed: ") and line.endswith("[unbound-max-active-one]")
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_hand_written_wq_legacy(cfg_repo, fmt):
+    trees, patches = cfg_repo
+    result = review(patches["legacy"], "--format", fmt, tree=trees["6.12"])
+    assert result.exit_code == 1, result.stderr
+    _golden(f"legacy-by-hand.{FORMATS[fmt]}", result.stdout, trees["6.12"])
+
+
+def test_hand_written_wq_legacy_is_not_called_create_workqueue(cfg_repo):
+    trees, patches = cfg_repo
+    lines = review(patches["legacy"], tree=trees["6.12"]).stdout.splitlines()
+    heads = [ln for ln in lines if not ln.startswith(" ")]
+    assert heads == [
+        "drivers/demo/cfg.c:13:11: warning: internal __WQ_* flag written by the caller: only the "
+        "workqueue API's own macros and kernel/workqueue.c set these (__WQ_LEGACY written by the "
+        "caller) [internal-workqueue-flag]"]
+    # __WQ_LEGACY is still there, written by hand now: the create_*() finding is replaced on
+    # the same flags of the same queue, not fixed, and never repeated for the new call.
+    assert not any("legacy-create-workqueue" in ln for ln in lines)
+
+
+# -- the rules' fixture, judged on both sides of v7.1 ---------------------------------------------
+def test_ordered_sysfs_and_internal_flag_marks():
+    from annotations import marks
+    fixture = FIXTURES / "rules-6.12"
+    mine = ("ordered-workqueue-sysfs", "internal-workqueue-flag", "legacy-create-workqueue")
+    expected, forbidden = marks(fixture)
+    for version in ("6.12", "7.3"):
+        doc = json.loads(run("scan", fixture, "--kernel-version", version, "--format", "json").stdout)
+        got = {(f["path"], f["line"], f["rule"]) for f in doc["findings"] if f["rule"] in mine}
+        want = {m for m in expected if m[2] in mine
+                and (version == "6.12" or m[2] != "ordered-workqueue-sysfs")}
+        assert got == want, version
+        assert not (got & forbidden)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from wqlint.checks.common import applies, finding
-from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.site import CheckContext, Site, flag_info, internal_flags
 
 RULE = "legacy-create-workqueue"
 READS = frozenset({"flags"})
@@ -12,8 +12,8 @@ def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
     info = flag_info(site.flags, ctx.bits)
-    if not info.legacy or not site.via:
-        return []  # __WQ_LEGACY written by hand outside the macros is the API's own business
+    if not info.legacy or not site.via or any(n == "__WQ_LEGACY" for n, _ in internal_flags(site)):
+        return []  # __WQ_LEGACY written by the caller is internal-workqueue-flag's
     migration = (f"Replace {site.entry}() by the call its definition makes, without __WQ_LEGACY "
                  "(`wqlint fix --target mainline` writes it).")
     return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), migration, role="flags")]

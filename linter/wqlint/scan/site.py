@@ -1,10 +1,12 @@
 """A resolved allocation site: what the checks see."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from wqlint.scan.values import Value, evaluate
+from wqlint import api
+from wqlint.scan.values import Value, evaluate, find_path, steps_along, walk
 
 
 @dataclass
@@ -64,6 +66,37 @@ def flag_names(flags: Value, bits: FlagBits) -> frozenset:
     values, _complete = evaluate(flags, 1)
     return frozenset(name for field, name in FLAG_NAMES.items()
                      if values and getattr(bits, field) and all(v & getattr(bits, field) for v in values))
+
+
+def caller_flags(site: Site) -> list:
+    """The parts of the flags the caller wrote at the reported call: all of them for a call of
+    alloc_workqueue() itself, else what the call passes for the wrapper's flags parameter (not
+    what the wrapper or the API's macro adds)."""
+    if not site.via:
+        return [site.flags]
+    last = max(site.line, site.end_line)
+    return [node for node in walk(site.flags) if node.step is not None and node.step.path == site.path
+            and site.line <= node.step.line <= last and "<- argument" in node.step.note]
+
+
+_NAMED_RE = re.compile(r"^(?:enumerator|macro) (\w+)")
+
+
+def internal_flags(site: Site) -> list:
+    """(name, steps) of the internal __WQ_* flags (api.FLAG_BITS) the caller wrote itself,
+    with the steps from the flags to where the flag is named (through a local...)."""
+    internal = {name for name, _bit, _since in api.FLAG_BITS if name.startswith("__")}
+
+    def named(node) -> str:
+        m = _NAMED_RE.match(node.step.note) if node.step is not None else None
+        return m.group(1) if m and m.group(1) in internal else ""
+    out = []
+    for part in caller_flags(site):
+        for node in walk(part):
+            name = named(node)
+            if name and all(name != n for n, _ in out):
+                out.append((name, steps_along(find_path(site.flags, lambda v, node=node: v is node))))
+    return out
 
 
 def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:

@@ -1,0 +1,20 @@
+"""internal-workqueue-flag: a caller writes one of the workqueue code's own __WQ_* flags
+(__WQ_LEGACY, __WQ_ORDERED, ...), which only the API's macros and kernel/workqueue.c set."""
+from __future__ import annotations
+
+from wqlint.checks.common import applies, finding
+from wqlint.scan.site import CheckContext, Site, internal_flags
+
+RULE = "internal-workqueue-flag"
+READS = frozenset({"flags"})
+
+
+def check(site: Site, ctx: CheckContext) -> list:
+    if not applies(site, ctx, RULE) or site.path == ctx.api_header:
+        return []  # (the API's own macros, such as an unused create_workqueue(), set them)
+    written = internal_flags(site)
+    if not written:
+        return []
+    chain = list(site.prefix) + [step for _name, steps in written for step in steps]
+    detail = ", ".join(name for name, _step in written) + " written by the caller"
+    return [finding(site, ctx, RULE, detail, chain, ctx.catalogue[RULE].fix_strategy, role="flags")]
