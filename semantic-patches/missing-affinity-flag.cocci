@@ -186,7 +186,8 @@ p << alloc.p;
 @@
 add_call(p, f)
 
-// Facts about a file with allocations: values given to locals and to fields.
+// Facts about a file with allocations: values given to locals (fields are not
+// read by this rule's judge, so not collected).
 
 @assign depends on alloc@
 local idexpression x;
@@ -237,25 +238,6 @@ x << dvar.x;
 p << dvar.p;
 @@
 add_decl(p, x)
-
-@fset depends on alloc@
-identifier fld;
-expression s, e;
-position p;
-@@
-
-(
- s->fld@p = e
-|
- s.fld@p = e
-)
-
-@script:python@
-fld << fset.fld;
-e << fset.e;
-p << fset.p;
-@@
-add_field(p, fld, e)
 
 @r@
 position p : script:python() { decide(p) };

@@ -163,9 +163,45 @@ def judge(p, f, m):
     if names is not None and "WQ_UNBOUND" not in names and cpu_derived(file, fn, m, line):
         hits.add(_pos(p))
 
+// Only a file that names a CPU count can have a finding (cpu_derived() reads
+// the texts of this file only), so every rule below depends on this one:
+// spatch's prefilter then parses only the files naming both an allocation and
+// a CPU count.
+
+@cpu@
+symbol num_online_cpus, num_possible_cpus, num_present_cpus, num_active_cpus;
+symbol cpumask_weight, nr_cpu_ids, NR_CPUS;
+@@
+
+(
+ num_online_cpus(...)
+|
+ num_possible_cpus(...)
+|
+ num_present_cpus(...)
+|
+ num_active_cpus(...)
+|
+ cpumask_weight(...)
+|
+ num_online_cpus
+|
+ num_possible_cpus
+|
+ num_present_cpus
+|
+ num_active_cpus
+|
+ cpumask_weight
+|
+ nr_cpu_ids
+|
+ NR_CPUS
+)
+
 // Every allocation; judged in rule r, once the facts of its file are known.
 
-@alloc@
+@alloc depends on cpu@
 expression fmt, f, m, dev;
 position p;
 @@
@@ -256,7 +292,7 @@ p << fset.p;
 @@
 add_field(p, fld, e)
 
-@r@
+@r depends on alloc@
 position p : script:python() { decide(p) };
 @@
 

@@ -182,9 +182,19 @@ def judge(p, f, m):
             and "WQ_SYSFS" not in names):
         fixable.add(_pos(p))
 
+// An allocation can only be reported when WQ_UNBOUND is written in this file
+// (may_have() reads the texts of the call and of its function's locals), so
+// the allocation rules depend on this one: spatch's prefilter then parses only
+// the files naming both, and those calling create_freezable_workqueue().
+
+@unbound@
+@@
+
+ WQ_UNBOUND
+
 // Every allocation; judged in rule r, once the facts of its file are known.
 
-@alloc@
+@alloc depends on unbound@
 expression fmt, f, m, dev;
 position p;
 @@
@@ -216,7 +226,8 @@ p << freezable.p;
 if in_function(p):
     hits.add(_pos(p))
 
-// Facts about a file with allocations: values given to locals and to fields.
+// Facts about a file with allocations: values given to locals (fields are not
+// read by this rule's judge, so not collected).
 
 @assign depends on alloc@
 local idexpression x;
@@ -268,26 +279,7 @@ p << dvar.p;
 @@
 add_decl(p, x)
 
-@fset depends on alloc@
-identifier fld;
-expression s, e;
-position p;
-@@
-
-(
- s->fld@p = e
-|
- s.fld@p = e
-)
-
-@script:python@
-fld << fset.fld;
-e << fset.e;
-p << fset.p;
-@@
-add_field(p, fld, e)
-
-@r@
+@r depends on alloc || freezable@
 position p : script:python() { decide(p) };
 @@
 
