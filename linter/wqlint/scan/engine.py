@@ -18,12 +18,13 @@ from typing import Optional
 from wqlint import api, checks, kversion
 from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
+from wqlint.scan.cpp import Decider
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
-from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
+from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute, walk
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
 API_HEADER = "include/linux/workqueue.h"
@@ -156,6 +157,7 @@ class Engine:
                               f"{kversion.show(self.version)} semantics (use --kernel-version)")
         self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded, kernel=self.kernel)
         self.resolver = Resolver(self.index)
+        self.cpp = self.resolver.cpp = Decider(self.index, self.version)
         self.ncpus, self.max_cpus = ncpus, max_cpus
         self._parse_errors: dict = {}
         self._site_memo: dict = {}
@@ -211,6 +213,11 @@ class Engine:
                         out.extend(self._site_memo[memo_key])
                         continue
                     misses = self.index.misses
+                    dead, conds = self.cpp.state(src, line)
+                    if dead:  # not compiled for this kernel
+                        if self.index.misses == misses:
+                            self._site_memo[memo_key] = []
+                        continue
                     args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
                     scope = scope_of(chunk, call)
                     if scope.name in SINKS:
@@ -229,7 +236,11 @@ class Engine:
                         step = Step(rel, line, src.line_text(line).strip(),
                                     f"{sink}(flags '{_arg_text(args, fi, spread)}', "
                                     f"max_active '{_arg_text(args, mi, spread)}')")
-                        found = self._expand(sink, call, chunk, scope, flags, max_active, [step], [], 0, (fi, mi))
+                        # The #if branches that chose the flags' definitions, named for every rule.
+                        chosen = [v.step for v in walk(flags) if v.step in self.resolver.conditional_steps]
+                        found = self._expand(sink, call, chunk, scope, flags, max_active,
+                                             [step] + self._condition_steps(src, conds) + list(dict.fromkeys(chosen)),
+                                             [], 0, (fi, mi))
                     except Exception as exc:  # a bug must cost this call, not the run
                         self.errors.append(InternalError.of(f"{rel}:{line}", exc))
                         continue
@@ -285,6 +296,9 @@ class Engine:
             if any(p.index >= len(cargs) for p in mine):
                 continue
             cline = cscope.chunk.line_of(ccall)
+            dead, conds = self.cpp.state(cscope.src, cline)
+            if dead:  # a call of the wrapper that is not compiled for this kernel
+                continue
             bound = {}
 
             def bind(p: Param, cargs=cargs, cscope=cscope, cline=cline):
@@ -302,13 +316,18 @@ class Engine:
             nmax = substitute(max_active, bind)
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
-                                     [step] + prefix, [scope.name] + via, depth + 1, outer_at):
+                                     [step] + self._condition_steps(cscope.src, conds) + prefix, [scope.name] + via, depth + 1, outer_at):
                 if flags_here:
                     site.skip = site.skip | checks.FLAGS_ONLY
                 out.append(site)
         if not callers:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)]
         return out
+
+    def _condition_steps(self, src, conds) -> list:
+        """Chain steps naming the #if conditions a call is compiled under (scan.cpp)."""
+        return [Step(src.rel, cond.line, src.line_text(cond.line).strip(), note)
+                for cond, note in self.cpp.notes(conds)]
 
     def _reachable(self, rel: str, line_text: bytes) -> bool:
         """A cheap first look: is this line near the focus, or in a function it calls?"""

@@ -202,6 +202,8 @@ class Resolver:
         self._macro_chunks: dict = {}
         self.budget = SITE_BUDGET
         self.home = ""  # the file of the allocation being resolved
+        self.cpp = None  # scan.cpp.Decider: definitions in branches not compiled are not used
+        self.conditional_steps: set = set()  # steps of definitions chosen by a decided #if
 
     def new_round(self) -> None:
         """Forget answers that were given before their names had been looked up."""
@@ -679,12 +681,16 @@ class Resolver:
             if val is not None:
                 return val
         if defines:
-            for src, first, last in _nearest([(s, *s._define_span(ln)) for s, ln in defines], near.rel)[:1]:
+            spans, conds = self._compiled([(s, *s._define_span(ln)) for s, ln in defines])
+            for src, first, last in _nearest(spans, near.rel)[:1]:
                 chunk = self.macro_chunk(src, first, last)
                 if chunk is None or chunk.macro_is_function:
                     continue
                 expr, mscope = self.macro_value_node(chunk)
-                step = self.step_at(src, first, f"macro {name} = '{_short(_define_value(src, first, last))}'")
+                step = self.step_at(src, first, f"macro {name} = '{_short(_define_value(src, first, last))}'"
+                                    + conds.get((src.rel, first), ""))
+                if (src.rel, first) in conds:
+                    self.conditional_steps.add(step)
                 if expr is None:
                     return Unknown(step, f"macro {name} is not an expression")
                 val = self.resolve(expr, mscope, depth, seen)
@@ -706,6 +712,22 @@ class Resolver:
             return Tunable(self.step_at(src, line, f"'{name}' is a module parameter: the default can be changed at load time"),
                            value, f"module parameter '{name}'")
         return value
+
+    def _compiled(self, spans) -> tuple:
+        """(the definitions among spans [(src, first, last)] that are compiled for the target
+        kernel, {(rel, first): ' (under ...)'} naming the conditions decided for it)."""
+        if self.cpp is None:
+            return spans, {}
+        kept, notes = [], {}
+        for span in spans:
+            dead, conds = self.cpp.state(span[0], span[1])
+            if dead:
+                continue
+            kept.append(span)
+            said = [note for _, note in self.cpp.notes(conds)]
+            if said:
+                notes[(span[0].rel, span[1])] = " (" + "; ".join(said) + ")"
+        return kept, notes
 
     def _enumerator(self, name, src, line, depth, seen) -> Optional[Value]:
         chunk = src.chunk_at(line)

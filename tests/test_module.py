@@ -1,0 +1,104 @@
+"""An out-of-tree module (fixtures/module: a Kbuild file, two .c files, a header with a flags
+macro defined per kernel version, a LINUX_VERSION_CODE compat block, code under a macro
+nothing defines) checked against the kernels it builds for: `wqlint scan --kernel-tree`
+against linux-source-6.1, -6.12 and -7.3, and `wqlint check` inside Kbuild (make -C O= M=),
+which must agree with the scan."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from helpers import scan_json
+
+MODULE = FIXTURES / "module"
+WQLINT = Path(sys.executable).with_name("wqlint")
+NOWHERE = ("under '#ifdef WQDEMO_TRACE': WQDEMO_TRACE is defined nowhere in the scanned files, the kernel's "
+           "headers or the Kbuild file (only a -D on the compiler's command line enables this code)")
+
+# (path, line, rule) per kernel, and why they differ:
+# - wqdemo_main.c:17, create_singlethread_workqueue(): compiled only before v6.6 (the compat block).
+# - wqdemo_io.c:8: WQDEMO_IO_FLAGS is WQ_MEM_RECLAIM before v6.9 (a per-CPU queue), WQ_UNBOUND after.
+# - wqdemo_main.c:24, under #ifdef WQDEMO_TRACE: reported on every kernel, with a word on it.
+# - wqdemo_main.c:26, neither WQ_PERCPU nor WQ_UNBOUND: only where the kernel has WQ_PERCPU
+#   (Debian's 6.12.117 has it already; 6.1 has not).
+# - wqdemo_main.c:27, max_active 1024: over WQ_MAX_ACTIVE (512) before v6.13, not after (2048).
+EXPECTED = {
+    "6.1": [("wqdemo_io.c", 8, "percpu-max-active-cpu-count"),
+            ("wqdemo_main.c", 17, "legacy-create-workqueue"),
+            ("wqdemo_main.c", 24, "unbound-max-active-cpu-count"),
+            ("wqdemo_main.c", 27, "max-active-over-limit")],
+    "6.12": [("wqdemo_io.c", 8, "unbound-max-active-cpu-count"),
+             ("wqdemo_main.c", 24, "unbound-max-active-cpu-count"),
+             ("wqdemo_main.c", 26, "missing-affinity-flag"),
+             ("wqdemo_main.c", 27, "max-active-over-limit")],
+    "7.3": [("wqdemo_io.c", 8, "unbound-max-active-cpu-count"),
+            ("wqdemo_main.c", 24, "unbound-max-active-cpu-count"),
+            ("wqdemo_main.c", 26, "missing-affinity-flag")],
+}
+VERSIONS = {"6.1": "v6.1.192", "6.12": "v6.12.117", "7.3": "v7.3.4"}
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory) -> Path:
+    mod = tmp_path_factory.mktemp("module") / "wqdemo"
+    shutil.copytree(MODULE, mod)
+    return mod
+
+
+def scan_against(module, tree):
+    doc, result = scan_json("-j", "2", "--kernel-tree", tree, module)
+    assert result.stderr == ""
+    return doc
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("series", ["6.1", "6.12", "7.3"])
+def test_module_against_each_kernel(module, series, request):
+    tree = request.getfixturevalue("linux_" + series.replace(".", "_"))
+    doc = scan_against(module, tree)
+    assert (doc["root"], doc["kernel_version"], doc["kernel_version_source"]) == (
+        str(module), VERSIONS[series], str(tree / "Makefile"))
+    assert [(f["path"], f["line"], f["rule"]) for f in doc["findings"]] == EXPECTED[series]
+    by_loc = {(f["path"], f["line"]): f for f in doc["findings"]}
+    notes = {loc: [(s["path"], s["line"], s["note"]) for s in f["chain"]] for loc, f in by_loc.items()}
+    assert ("wqdemo_main.c", 23, NOWHERE) in notes[("wqdemo_main.c", 24)]
+    flags_step = {
+        "6.1": ("wqdemo.h", 10, "macro WQDEMO_IO_FLAGS = 'WQ_MEM_RECLAIM' (under the #else of "
+                                "'#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)': taken for v6.1.192)"),
+    }.get(series, ("wqdemo.h", 8, "macro WQDEMO_IO_FLAGS = '(WQ_UNBOUND | WQ_MEM_RECLAIM)' (under "
+                                  f"'#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)': taken for {VERSIONS[series]})"))
+    assert notes[("wqdemo_io.c", 8)][:3] == [
+        ("wqdemo_io.c", 8, "alloc_workqueue(flags 'WQDEMO_IO_FLAGS', max_active 'num_online_cpus()')"),
+        flags_step, ("wqdemo_io.c", 8, "CPU count num_online_cpus()")]
+    if series == "6.1":
+        assert notes[("wqdemo_main.c", 17)][:2] == [
+            ("wqdemo_main.c", 17, "calls create_singlethread_workqueue()"),
+            ("wqdemo_main.c", 16, "under '#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 6, 0)': taken for v6.1.192")]
+
+
+@pytest.mark.kernel
+def test_module_through_kbuild_agrees_with_scan(module, linux_6_12, tmp_path):
+    """make -C <O= dir of 6.12> M=<module> C=2 CHECK="wqlint check": the same findings as
+    scan --kernel-tree, but for the code under #ifdef WQDEMO_TRACE, which the build does not
+    compile (nothing passes -DWQDEMO_TRACE)."""
+    if not shutil.which("make") or not shutil.which("gcc") or not shutil.which("sparse"):
+        pytest.skip("needs make, gcc and sparse")
+    from kbuild import prepared_build
+    build = prepared_build(linux_6_12)
+    mod = tmp_path / "wqdemo"
+    shutil.copytree(MODULE, mod)
+    got = subprocess.run(["make", "-s", "-C", str(build), f"M={mod}", "C=2", f"CHECK={WQLINT} check",
+                          "KBUILD_MODPOST_WARN=1"],  # no vmlinux, so no Module.symvers
+                         capture_output=True, text=True, timeout=600)
+    assert got.returncode == 0, got.stderr[-4000:]
+    checked = sorted((ln.split(":")[0][len(str(mod)) + 1:], int(ln.split(":")[1]), ln.rsplit("[", 1)[1][:-1])
+                     for ln in got.stderr.splitlines()
+                     if ln.startswith(str(mod)) and (": warning: " in ln or ": note: " in ln))
+    scanned = [(f["path"], f["line"], f["rule"]) for f in scan_against(mod, linux_6_12)["findings"]]
+    assert checked == [loc for loc in scanned if loc[:2] != ("wqdemo_main.c", 24)]
+    assert (mod / "wqdemo.o").is_file()
