@@ -194,3 +194,86 @@ def test_no_version_anywhere_is_a_note(tmp_path, module):
 def test_open_tree_errors(tmp_path):
     with pytest.raises(KernelTreeError):
         open_tree(str(tmp_path / "nothing"))
+
+
+# -- #if decided for the target kernel --------------------------------------------------------
+COMPAT_H = """\
+#ifndef COMPAT_H
+#define COMPAT_H
+#include <linux/version.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#define DEMO_FLAGS\tWQ_UNBOUND
+#elif defined(WQDEMO_KERNEL_FLAGS)
+#define DEMO_FLAGS\t0
+#else
+#define DEMO_FLAGS\tWQ_HIGHPRI
+#endif
+#endif
+"""
+COMPAT_C = """\
+#include "compat.h"
+
+int demo_init(void)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 6, 0) && defined(WQDEMO_KERNEL_FLAGS)
+\ta = alloc_workqueue("old", WQ_UNBOUND, num_online_cpus());
+#else
+\ta = alloc_workqueue("new", WQ_UNBOUND, num_possible_cpus());
+#endif
+#ifndef WQDEMO_KERNEL_FLAGS
+\tb = alloc_workqueue("not_compiled", WQ_UNBOUND, nr_cpu_ids);
+#endif
+\tc = alloc_workqueue("c", DEMO_FLAGS, num_online_cpus());
+\treturn 0;
+}
+"""
+
+
+@pytest.fixture()
+def compat_module(tmp_path):
+    mod = tmp_path / "compat"
+    mod.mkdir()
+    (mod / "Kbuild").write_text("obj-m += demo.o\n")
+    (mod / "compat.h").write_text(COMPAT_H)
+    (mod / "demo.c").write_text(COMPAT_C)
+    return mod
+
+
+@pytest.mark.parametrize("version,expected", [
+    ((6, 1, 90), [("demo.c", 6, "unbound-max-active-cpu-count"), ("demo.c", 13, "percpu-max-active-cpu-count")]),
+    ((6, 12, 3), [("demo.c", 8, "unbound-max-active-cpu-count"), ("demo.c", 13, "unbound-max-active-cpu-count")]),
+])
+def test_branches_not_compiled_for_the_kernel_are_not_reported(tmp_path, compat_module, version, expected):
+    kdir = source_tree(tmp_path / "linux", version)
+    data, _ = scan_json("-j", "1", "--kernel-tree", kdir, compat_module)
+    assert [(f["path"], f["line"], f["rule"]) for f in data["findings"]] == expected
+    chains = {f["line"]: [(s["path"], s["line"], s["note"]) for s in f["chain"]] for f in data["findings"]}
+    show = "v" + ".".join(map(str, version))
+    if version < (6, 6, 0):
+        assert chains[6][1] == ("demo.c", 5, "under '#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 6, 0) && "
+                                             f"defined(WQDEMO_KERNEL_FLAGS)': taken for {show}")
+        # WQDEMO_KERNEL_FLAGS is defined in the kernel's header: the #elif branch, 0.
+        assert chains[13][1] == ("compat.h", 7, "macro DEMO_FLAGS = '0' (under the #else of '#if LINUX_VERSION_CODE "
+                                                f">= KERNEL_VERSION(6, 9, 0)': taken for {show}; under '#elif defined(WQDEMO_KERNEL_FLAGS)': "
+                                                f"taken for {show})")
+    else:
+        assert chains[8][1] == ("demo.c", 5, "under the #else of '#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 6, 0) "
+                                             f"&& defined(WQDEMO_KERNEL_FLAGS)': taken for {show}")
+        assert chains[13][1] == ("compat.h", 5, "macro DEMO_FLAGS = 'WQ_UNBOUND' (under '#if LINUX_VERSION_CODE >= "
+                                                f"KERNEL_VERSION(6, 9, 0)': taken for {show})")
+
+
+def test_review_reads_the_branch_of_the_target_kernel(tmp_path, compat_module):
+    kdir = source_tree(tmp_path / "linux")
+    (compat_module / "demo.c").write_text(COMPAT_C.replace("\tc = alloc_workqueue(\"c\", DEMO_FLAGS, num_online_cpus());\n", ""))
+    patch = tmp_path / "add.patch"
+    patch.write_text(
+        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+        "From: A <a@example.org>\nDate: Mon, 2 Nov 2026 10:00:00 +0000\nSubject: [PATCH] demo: c\n\n---\n"
+        "diff --git a/demo.c b/demo.c\n--- a/demo.c\n+++ b/demo.c\n@@ -12,3 +12,4 @@ int demo_init(void)\n"
+        " #endif\n+\tc = alloc_workqueue(\"c\", DEMO_FLAGS, num_online_cpus());\n \treturn 0;\n }\n")
+    result = run("review", "--tree", compat_module, "--kernel-tree", kdir, "-j", "1", "--format", "rdjson", patch)
+    assert result.exit_code == 1, result.stderr
+    diags = json.loads(result.stdout)["diagnostics"]
+    assert [(d["code"]["value"], d["location"]["range"]["start"]["line"]) for d in diags] == [
+        ("percpu-max-active-cpu-count", 13)]

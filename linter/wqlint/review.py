@@ -33,6 +33,7 @@ from typing import Optional
 
 from wqlint import kversion
 from wqlint.finding import InputError, Report
+from wqlint.scan.cpp import Decider
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.resolve import Resolver
@@ -373,6 +374,7 @@ class OverlayEngine(Engine):
         super().__init__([root], catalogue, **kw)
         self.index = OverlayIndex(self.root, self.jobs, self.index.extra, overlay, self.kernel)
         self.resolver = Resolver(self.index)
+        self.cpp = self.resolver.cpp = Decider(self.index, self.version)
 
 
 # -- the review -----------------------------------------------------------------------------

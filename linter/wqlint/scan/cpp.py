@@ -284,14 +284,14 @@ class Decider:
         return False, out
 
     def notes(self, decided: list) -> list:
-        """Chain notes for the conditions a line is compiled under: a version check decided
-        for this version, and a macro defined nowhere."""
+        """Chain notes for the conditions a line is compiled under: a version check or a
+        defined() decided for this kernel, and a macro defined nowhere."""
         from wqlint import kversion
 
         out = []
         for cond, truth, nowhere in decided:
             where = f"'{cond.text}'" if cond.taken else f"the #else of '{cond.text}'"
-            if truth and "LINUX_VERSION_CODE" in cond.expr:
+            if truth and ("LINUX_VERSION_CODE" in cond.expr or "defined" in cond.expr):
                 out.append((cond, f"under {where}: taken for {kversion.show(self.version)}"))
             elif nowhere:
                 names = ", ".join(nowhere)
