@@ -167,7 +167,8 @@ int demo_scan_init(bool reclaim)
 }
 """
 EXPECTED = FIXTURES / "review" / "expected"
-FORMATS = {"text": "txt", "mail": "mail", "github": "github.json", "rdjson": "rdjson", "sarif": "sarif"}
+FORMATS = {"text": "txt", "mail": "mail", "github": "github.json", "rdjson": "rdjson", "sarif": "sarif",
+           "b4": "b4", "patchwork": "patchwork.jsonl"}
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -261,16 +262,20 @@ def rules_cmd(markdown, rules_path):
               help="The tree the series applies to (never modified) [none: the hunks alone].")
 @click.option("--git", "git_range", metavar="BASE..HEAD", default=None,
               help="Review these commits of the git checkout --tree (default: .) instead of PATCHES.")
-@click.option("--format", "fmt", type=click.Choice(["text", "mail", "github", "rdjson", "sarif"]),
-              default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "mail", "github", "rdjson", "sarif", "b4",
+                                                   "patchwork"]),
+              default="text", show_default=True,
+              help="b4: b4's per-patch check command; patchwork: the checks to POST, one per patch.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
 @click.option("--all", "show_all", is_flag=True, help="Report the findings that were there before, too.")
+@click.option("--target-url", default="", metavar="URL",
+              help="--format patchwork: the URL of the full report (the check's target_url).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
 @_analysis_options
 @_guarded("patches", "git_range")
 @_kernel_tree_option
-def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version, cpus, max_cpus, rules_path,
-           kernel_tree):
+def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, kernel_version, cpus, max_cpus,
+           rules_path, kernel_tree):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
 
@@ -278,10 +283,12 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
     3 a patch does not apply or the input cannot be read.
     """
     from wqlint import mail, review as review_mod
-    from wqlint.formatters.review import REVIEW_FORMATS
+    from wqlint.formatters.review import QUIET_FORMATS, REVIEW_FORMATS
     from wqlint.scan.engine import UsageError
 
     _check_output(output)
+    if target_url and (fmt != "patchwork" or not re.match(r"https?://[^\s/]+\S*$", target_url)):
+        raise click.BadParameter("an http(s) URL, with --format patchwork", param_hint="--target-url")
     cat = _load_catalogue(rules_path)
     if bool(patches) == bool(git_range):
         raise click.UsageError("give PATCHES or --git BASE..HEAD, not both and not neither")
@@ -304,7 +311,10 @@ def review(patches, tree, git_range, fmt, output, show_all, jobs, kernel_version
         sys.exit(3)
     except UsageError as exc:
         _path_error(exc)
-    _emit(REVIEW_FORMATS[fmt](result, cat), output, result)
+    if fmt in QUIET_FORMATS:
+        result.notes = []
+    kw = {"target_url": target_url} if fmt == "patchwork" else {}
+    _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True,

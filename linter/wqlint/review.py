@@ -333,6 +333,42 @@ def _read_tree_file(tree: Path, path: str, patch) -> Optional[bytes]:
         raise ReviewError(f"{patch.name}: {path}: {exc} in the tree") from None
 
 
+def _reversed(patch):
+    """The patch that undoes patch: files in reverse order, each hunk's sides swapped."""
+    import dataclasses
+
+    def hunk(h):
+        return dataclasses.replace(
+            h, old_start=h.new_start, old_count=h.new_count, new_start=h.old_start,
+            new_count=h.old_count, old_no_eol=h.new_no_eol, new_no_eol=h.old_no_eol,
+            lines=tuple(({"+": "-", "-": "+"}.get(op, op), text) for op, text in h.lines))
+    files = []
+    for f in reversed(patch.files):
+        files.append(dataclasses.replace(f, old_path=f.new_path, new_path=f.old_path,
+                                         hunks=tuple(hunk(h) for h in f.hunks)))
+    return dataclasses.replace(patch, files=tuple(files))
+
+
+def _base_without(patches, tree: Path, base_reader):
+    """A base reader giving the files of tree as they were before the series, when tree
+    already has the series (each patch undone cleanly, last first); else None."""
+    if any(f.copy for p in patches for f in p.files):
+        return None  # (a copy's source may have changed since: not undone)
+    undo = _Tree(tree, base_reader)
+    try:
+        for patch in reversed(patches):
+            undo.apply(_reversed(patch))
+    except ReviewError:
+        return None
+    before, _ = undo.after()
+
+    def reader(path, patch):
+        if path in before:
+            return before[path]
+        return base_reader(path, patch) if base_reader else _read_tree_file(tree, path, patch)
+    return reader
+
+
 # -- scanning with an overlay ----------------------------------------------------------------
 class OverlayIndex(TreeIndex):
     """A TreeIndex whose files in `overlay` come from memory (None: deleted), not the tree."""
@@ -417,11 +453,27 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus,
                 kernel_tree=kernel_tree)
     treepath = Path(os.path.abspath(tree)) if tree else None
-    state = _Tree(treepath, base_reader)
-    for patch in patches:
-        state.apply(patch)
+    applied_note = None
+    try:
+        state = _Tree(treepath, base_reader)
+        for patch in patches:
+            state.apply(patch)
+    except ReviewError:
+        # A tree that already has the series (b4 prep --check runs its per-patch check in the
+        # checkout of the series' tip): review it against the tree with the series taken out.
+        base = _base_without(patches, treepath, base_reader) if treepath is not None else None
+        if base is None:
+            raise
+        state = _Tree(treepath, base)
+        for patch in patches:
+            state.apply(patch)
+        base_reader = base
+        applied_note = ("the tree already has the series: reviewed against the tree with it "
+                        "taken out")
     after_files, added = state.after()
     result = Review(patches=list(patches), tree=str(treepath) if treepath else None)
+    if applied_note:
+        result.notes.append(applied_note)
 
     prefix = ""
     if treepath is not None:

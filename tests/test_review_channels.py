@@ -1,0 +1,127 @@
+"""The channels kernel CI uses: b4's per-patch check command (run by the real b4 on a series
+in a git repository) and the checks a bot POSTs to patchwork."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from helpers import run
+from patchrepo import ENV, Repo
+from test_review_cases import CFG_C, SCAN_C
+
+TREE = FIXTURES / "review" / "tree"
+WQLINT = Path(sys.executable).with_name("wqlint")
+B4 = shutil.which("b4", path=str(Path(sys.executable).parent)) or shutil.which("b4")
+
+
+def _series(tmp_path):
+    """A repository at a base with scan.c and cfg.c, on a b4 prep branch with three commits:
+    a comment (clean), WQ_UNBOUND dropped next to a CPU-count max_active (a warning), an
+    ordered queue with WQ_SYSFS (an error on v6.12)."""
+    repo = Repo(tmp_path / "repo", TREE)
+    repo.write("drivers/demo/scan.c", SCAN_C)
+    repo.write("drivers/demo/cfg.c", CFG_C)
+    repo.commit("demo: scanning and configuration queues")
+    return repo
+
+
+def _b4(repo, *args, env):
+    return subprocess.run([B4, *args], cwd=repo.path, capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.skipif(B4 is None, reason="b4 is in the test extra (pip install -e .[test])")
+def test_b4_prep_check_runs_review_per_patch(tmp_path):
+    repo = _series(tmp_path)
+    env = {**os.environ, **ENV, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    repo.git("config", "user.name", ENV["GIT_AUTHOR_NAME"])
+    repo.git("config", "user.email", ENV["GIT_AUTHOR_EMAIL"])
+    repo.git("config", "b4.prep-perpatch-check-cmd", f"{WQLINT} review --format b4 --tree . -j 1 -")
+    made = _b4(repo, "prep", "-n", "demo-queues", env=env)
+    assert made.returncode == 0, made.stderr
+    repo.edit("drivers/demo/scan.c", "/* Scanning queues of the demo driver. */",
+              "/* Scanning and event queues of the demo driver. */")
+    repo.commit("demo: say what scan.c holds")
+    repo.edit("drivers/demo/scan.c", "\t\t\t\t  WQ_UNBOUND | WQ_MEM_RECLAIM,", "\t\t\t\t  WQ_MEM_RECLAIM,")
+    repo.commit("demo: keep scanning on the submitting CPU")
+    repo.edit("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);',
+              'alloc_ordered_workqueue("demo_cfg", WQ_SYSFS);')
+    repo.commit("demo: make the configuration queue ordered")
+    checked = _b4(repo, "prep", "--check", env=env)
+    assert checked.returncode == 0, checked.stderr
+    log = re.sub(r"\x1b\[[0-9;]*m", "", checked.stdout + checked.stderr)
+    reports = [ln.strip() for ln in log.splitlines() if "wqlint:" in ln]
+    assert reports == [  # (b4 lists a patch that passed by its subject alone)
+        "● wqlint: drivers/demo/scan.c:16: WARNING: This patch drops WQ_UNBOUND: max_active = "
+        "num_online_cpus() becomes a per-CPU limit. per-CPU workqueue with max_active derived from a "
+        "CPU count: the limit applies on every CPU, so in-flight items grow with the square of the "
+        "CPU count (per-CPU queue: max_active is per CPU on every kernel; with 96 CPUs max_active = 96, "
+        "up to 96 x 96 = 9216 in-flight items) [percpu-max-active-cpu-count]",
+        "● wqlint: drivers/demo/cfg.c:10: ERROR: This patch adds __WQ_ORDERED: an ordered queue with "
+        "WQ_SYSFS is refused by workqueue_sysfs_register() on v6.12: the allocation fails at boot. "
+        "ordered workqueue with WQ_SYSFS: workqueue_sysfs_register() refuses it with a WARN_ON and "
+        "the allocation fails (allowed from v7.1, a4aa8d94f243) (on v6.12 through "
+        "alloc_ordered_workqueue()) [ordered-workqueue-sysfs]"]
+    assert "Success: 1, Warning: 1, Error: 1" in log
+
+
+def test_b4_format_on_a_tree_that_does_not_have_the_patch(tmp_path):
+    """b4 am's per-patch check runs where the patch is to be applied."""
+    repo = _series(tmp_path)
+    base = tmp_path / "base"
+    shutil.copytree(repo.path, base, ignore=shutil.ignore_patterns(".git"))
+    repo.edit("drivers/demo/scan.c", "unsigned int flags = WQ_UNBOUND;", "unsigned int flags = 0;")
+    repo.commit("demo: keep events on the submitting CPU")
+    (patch,) = repo.format_patch(tmp_path / "out", "b4am")
+    result = run("review", "--format", "b4", "--tree", base, "-j", "1", "-", input=patch.read_text())
+    assert (result.exit_code, result.stderr) == (1, "")
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("drivers/demo/scan.c:11: WARNING: This patch drops WQ_UNBOUND: ")
+    clean = run("review", "--format", "b4", "--tree", TREE, "-j", "1", FIXTURES / "review" / "unrelated.patch")
+    assert (clean.exit_code, clean.stdout, clean.stderr) == (0, "", "")
+
+
+# -- patchwork ----------------------------------------------------------------------------------
+# What patchwork's CheckSerializer writes (patchwork/api/check.py; the rest is read-only) and
+# what its Check model accepts (state choices, context a SlugField of 255).
+PATCHWORK_WRITABLE = {"state", "target_url", "context", "description"}
+PATCHWORK_STATES = {"pending", "success", "warning", "fail"}
+
+
+def _valid_check(check: dict) -> None:
+    assert set(check) <= PATCHWORK_WRITABLE and "state" in check
+    assert check["state"] in PATCHWORK_STATES
+    assert re.fullmatch(r"[-a-zA-Z0-9_]+", check["context"]) and len(check["context"]) <= 255
+    if "target_url" in check:
+        assert re.fullmatch(r"https?://[^\s/]+\S*", check["target_url"])
+    assert isinstance(check["description"], str)
+
+
+def test_patchwork_checks_one_per_patch_of_a_series():
+    result = run("review", "--tree", TREE, "-j", "1", "--format", "patchwork",
+                 "--target-url", "https://ci.example.org/wqlint/1", FIXTURES / "review" / "series.mbox")
+    assert result.exit_code == 1, result.stderr
+    checks = [json.loads(ln) for ln in result.stdout.splitlines()]
+    for check in checks:
+        _valid_check(check)
+    assert [(c["state"], c["description"]) for c in checks] == [
+        ("success", "no workqueue problem introduced"),
+        ("warning", "1 workqueue problem introduced: drivers/demo/extra.c:16: legacy-create-workqueue"),
+        ("warning", "2 workqueue problems introduced: drivers/demo/extra.c:13: max-active-over-limit; "
+                    "drivers/demo/extra.c:13: unbound-max-active-cpu-count")]
+    assert {c["target_url"] for c in checks} == {"https://ci.example.org/wqlint/1"}
+    assert {c["context"] for c in checks} == {"wqlint"}
+
+
+def test_patchwork_target_url_must_be_a_url():
+    result = run("review", "--tree", TREE, "--format", "patchwork", "--target-url", "not a url",
+                 FIXTURES / "review" / "fix.patch")
+    assert result.exit_code == 2
