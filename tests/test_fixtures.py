@@ -7,12 +7,14 @@ from annotations import marks
 from conftest import FIXTURES, REPO
 from helpers import scan_json
 
-TREES = [REPO / "examples" / "demo-tree", FIXTURES / "rules", FIXTURES / "mainline"]
+# Each tree with the version it is judged on: a tree's own header decides what exists.
+TREES = [(REPO / "examples" / "demo-tree", "7.3"), (FIXTURES / "rules", "7.3"),
+         (FIXTURES / "mainline", "7.3"), (FIXTURES / "mainline-6.12", "6.12")]
 
 
-@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
-def test_findings_match_marks(tree):
-    doc, result = scan_json(tree, "--kernel-version", "7.3")
+@pytest.mark.parametrize("tree,version", TREES, ids=lambda p: getattr(p, "name", p))
+def test_findings_match_marks(tree, version):
+    doc, result = scan_json(tree, "--kernel-version", version)
     expected, forbidden = marks(tree)
     got = {(f["path"], f["line"], f["rule"]) for f in doc["findings"]}
     assert expected, "fixture has no marks"

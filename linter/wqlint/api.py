@@ -151,6 +151,14 @@ def affinity_flags_enforced(version: Version) -> bool:
     return version[:2] >= (7, 2)
 
 
+def bh_allows_percpu(version: Version) -> bool:
+    """Whether a WQ_BH queue may carry WQ_PERCPU (__WQ_BH_ALLOWS). 7.3 has
+    `WQ_BH | WQ_HIGHPRI | WQ_PERCPU`, 6.12 `WQ_BH | WQ_HIGHPRI` (WQ_BH | WQ_PERCPU fails the
+    allocation there). It must come with the WARN_ONCE of v7.2 (21c05ca88a54), which would
+    otherwise fire for every BH queue; the tree's own header wins."""
+    return affinity_flags_enforced(version)
+
+
 def system_queues_deprecated(version: Version) -> bool:
     """v7.2 (64d8eae3f895): system_wq and system_unbound_wq carry __WQ_DEPRECATED."""
     return version[:2] >= (7, 2)
@@ -187,6 +195,8 @@ def builtin_header(version: Version) -> bytes:
     for name, bit, since in FLAG_BITS:
         if version[:3] >= since:
             out.append(f"\t{name} = 1 << {bit},")
+    if has_flag("WQ_BH", version):
+        out.append(f"\t__WQ_BH_ALLOWS = WQ_BH | WQ_HIGHPRI{' | WQ_PERCPU' if bh_allows_percpu(version) else ''},")
     out += ["};", "", "enum wq_consts {",
             f"\tWQ_MAX_ACTIVE = {wq_max_active(version)},",
             "\tWQ_UNBOUND_MAX_ACTIVE = WQ_MAX_ACTIVE,",

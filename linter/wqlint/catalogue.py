@@ -17,17 +17,20 @@ from wqlint.project_files import locate
 SEVERITIES = ("error", "warning", "note")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 DOC_SECTIONS = ("what-it-does", "why-is-this-bad", "example", "use-instead", "fix-safety")
-RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "fix", "docs",
-             "introduced-by"}
-REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol", "introduced-by"}
+RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "by-version", "fix",
+             "docs", "introduced-by"}
+REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol", "by-version", "introduced-by"}
 # introduced-by: what `wqlint review` says a patch did to make a finding true, by the change
 # it made to the queue: "drops FLAG", "adds FLAG" or "changes max_active".
 _CHANGE_RE = re.compile(r"^(?:(?:drops|adds) _*WQ_[A-Z_]+|changes max_active)$")
+# A case of by-version: the severity and/or message the rule has on the versions given.
+BY_VERSION_KEYS = {"versions", "severity", "message"}
 FIX_KEYS = {"strategy", "safety", "targets"}
 FIX_TARGETS = ("mainline", "reference")
 FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
 # The edits wqlint knows how to make (wqlint.fix.edits); "none" explains without editing.
-FIX_EDITS = ("add-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default", "clamp", "none")
+FIX_EDITS = ("add-percpu", "drop-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default",
+             "clamp", "none")
 FIX_CASE_SAFETY = ("safe", "suggestion")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -61,6 +64,15 @@ class FixCase:
 
 
 @dataclass(frozen=True)
+class VersionCase:
+    """What a rule says on some kernel versions, in place of its own severity and message."""
+
+    versions: VersionRange
+    severity: Optional[str]  # None: the rule's own
+    message: Optional[str]  # None: the rule's own
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     severity: str
@@ -76,6 +88,24 @@ class Rule:
     def change_text(self, change: str):
         """What review says when a patch makes this rule's finding true by change, or None."""
         return next((text for key, text in self.introduced_by if key == change), None)
+
+    by_version: tuple = ()  # of VersionCase: the first whose versions hold decides
+
+    def _case(self, version):
+        return next((c for c in self.by_version if c.versions.contains(version)), None)
+
+    def severity_on(self, version: tuple) -> str:
+        case = self._case(version)
+        return case.severity if case is not None and case.severity else self.severity
+
+    def message_on(self, version: tuple) -> str:
+        case = self._case(version)
+        return case.message if case is not None and case.message else self.message
+
+    def severity_text(self) -> str:
+        """The severity and its exceptions by version: 'warning on >=7.2, else note'."""
+        cases = [f"{c.severity} on {c.versions.text}" for c in self.by_version if c.severity]
+        return ", ".join(cases + [f"else {self.severity}"]) if cases else self.severity
 
     def fix_case(self, target: str, version: tuple):
         """The first case of target whose versions hold for version, or None."""
@@ -100,6 +130,11 @@ class Rule:
                 out.append(body)
             out.append("")
         out.append(f"Fix: {self.fix_strategy} ({self.fix_safety})")
+        for case in self.by_version:
+            if case.severity:
+                out.append(f"Severity on {case.versions.text}: {case.severity}")
+            if case.message:
+                out.append(f"Message on {case.versions.text}: {case.message}")
         out.append(f"Kernel versions: {self.kernel_versions.text}")
         if self.requires_symbol:
             out.append(f"Only in trees that define {self.requires_symbol}.")
@@ -186,6 +221,36 @@ def _fix_targets(path, node) -> tuple:
     return tuple(out)
 
 
+def _severity(path, node, what="severity") -> str:
+    severity = _string(path, node, what)
+    if severity not in SEVERITIES:
+        raise _err(path, node, f"{what} '{severity}' is not one of {', '.join(SEVERITIES)}")
+    return severity
+
+
+def _message(path, node, what="message") -> str:
+    message = _string(path, node, what)
+    if "\n" in message.strip():
+        raise _err(path, node, f"{what} must be one line")
+    return message.strip()
+
+
+def _by_version(path, node) -> tuple:
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise _err(path, node, "by-version must be a non-empty list of cases")
+    out = []
+    for case in node.value:
+        entries = _mapping(path, case, "by-version case")
+        _keys(path, case, entries, BY_VERSION_KEYS, {"versions"}, "by-version case")
+        if len(entries) == 1:
+            raise _err(path, case, "by-version case: give a severity, a message or both")
+        out.append(VersionCase(
+            _versions(path, entries["versions"][1], "versions"),
+            _severity(path, entries["severity"][1]) if "severity" in entries else None,
+            _message(path, entries["message"][1]) if "message" in entries else None))
+    return tuple(out)
+
+
 def _versions(path, node, what="kernel-versions") -> VersionRange:
     text = _string(path, node, what)
     constraints = []
@@ -204,12 +269,8 @@ def _rule(path, node) -> Rule:
     rid = _string(path, get("id"), "id")
     if not _ID_RE.match(rid):
         raise _err(path, get("id"), f"id '{rid}' must be lower-case words joined by '-'")
-    severity = _string(path, get("severity"), "severity")
-    if severity not in SEVERITIES:
-        raise _err(path, get("severity"), f"severity '{severity}' is not one of {', '.join(SEVERITIES)}")
-    message = _string(path, get("message"), "message")
-    if "\n" in message.strip():
-        raise _err(path, get("message"), "message must be one line")
+    severity = _severity(path, get("severity"))
+    message = _message(path, get("message"))
     fix = _mapping(path, get("fix"), "fix")
     _keys(path, get("fix"), fix, FIX_KEYS, FIX_KEYS, "fix")
     safety = _string(path, fix["safety"][1], "fix.safety")
@@ -228,7 +289,7 @@ def _rule(path, node) -> Rule:
     if "requires-symbol" in entries:
         requires = _string(path, get("requires-symbol"), "requires-symbol")
     return Rule(
-        id=rid, severity=severity, message=message.strip(),
+        id=rid, severity=severity, message=message,
         kernel_versions=_versions(path, get("kernel-versions")),
         requires_symbol=requires,
         fix_strategy=_string(path, fix["strategy"][1], "fix.strategy").strip(),
@@ -236,6 +297,7 @@ def _rule(path, node) -> Rule:
         docs={k: _string(path, docs[k][1], f"docs.{k}") for k in DOC_SECTIONS},
         fix_targets=_fix_targets(path, fix["targets"][1]),
         introduced_by=tuple(introduced),
+        by_version=_by_version(path, get("by-version")) if "by-version" in entries else (),
     )
 
 

@@ -253,7 +253,7 @@ def rules_cmd(markdown, rules_path):
     click.echo("| rule | severity | fix | message |")
     click.echo("|---|---|---|---|")
     for rule in cat.rules:
-        click.echo(f"| `{rule.id}` | {rule.severity} | {rule.fix_safety} | {rule.message} |")
+        click.echo(f"| `{rule.id}` | {rule.severity_text()} | {rule.fix_safety} | {rule.message} |")
 
 
 @main.command()

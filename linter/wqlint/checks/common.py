@@ -10,9 +10,10 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
             migration: str, hints: frozenset = frozenset(), role: str = "max_active") -> Finding:
     """role: the argument the rule judges, flags or max_active (part of the identity)."""
     rule = ctx.catalogue[rule_id]
-    message = rule.message if not detail else f"{rule.message} ({detail})"
+    text = rule.message_on(ctx.version)
+    message = text if not detail else f"{text} ({detail})"
     return Finding(
-        rule_id=rule_id, severity=rule.severity, path=site.path, line=site.line, col=site.col,
+        rule_id=rule_id, severity=rule.severity_on(ctx.version), path=site.path, line=site.line, col=site.col,
         end_col=site.end_col, message=message, chain=tuple(_dedupe(chain)), migration=migration,
         flags_arg=site.flags_arg, max_active_arg=site.max_active_arg, hints=hints,
         function=site.function, queue=site.queue, role=role,

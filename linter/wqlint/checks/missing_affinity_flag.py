@@ -1,4 +1,8 @@
-"""missing-affinity-flag: neither WQ_PERCPU nor WQ_UNBOUND, where the tree has WQ_PERCPU."""
+"""missing-affinity-flag: neither WQ_PERCPU nor WQ_UNBOUND, where the tree has WQ_PERCPU.
+
+What counts as an affinity flag is the tree's (FlagBits.affinity: WQ_BH only where a BH
+queue may not carry WQ_PERCPU); what the kernel does about a queue without one is the
+version's (rules.yaml by-version: a WARN_ONCE from v7.2, 21c05ca88a54)."""
 from __future__ import annotations
 
 from wqlint.checks.common import applies, finding, via_text
@@ -15,9 +19,8 @@ def check(site: Site, ctx: CheckContext) -> list:
     if not info.affinity_missing or info.legacy:
         return []  # legacy-create-workqueue covers create_*workqueue()
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""
-    affinity = ctx.bits.percpu | ctx.bits.unbound | ctx.bits.bh
     # Adding WQ_PERCPU where another value already has an affinity flag would give both.
-    hints = frozenset({"flags-conditional"}) if any(v & affinity for v in info.values) else frozenset()
+    hints = frozenset({"flags-conditional"}) if any(v & ctx.bits.affinity for v in info.values) else frozenset()
     migration = "Add WQ_PERCPU to keep today's per-CPU behaviour, or WQ_UNBOUND if the work needs no CPU locality."
-    return [finding(site, ctx, RULE, detail + via_text(site).lstrip(), list(site.prefix), migration, hints,
-                    role="flags")]
+    detail = "; ".join(x for x in (detail, via_text(site).strip()) if x)
+    return [finding(site, ctx, RULE, detail, list(site.prefix), migration, hints, role="flags")]

@@ -181,7 +181,7 @@ def _rule(n: int, op: tuple, fixes: list) -> str:
                 f"{where}@@\n"
                 f"-alloc_workqueue@p(A0, F, 1, es)\n+alloc_ordered_workqueue(A0, {flags}, es)\n")
     if kind == "arg":
-        return (f"// max_active of {callee}() -> {op[3]}\n"
+        return (f"// argument {i + 1} of {callee}() -> {op[3]}\n"
                 f"@arg_{n}@\nexpression A0;\n{decl}{where}@@\n"
                 f" {call.format(new=op[3])}\n")
     if kind == "global":

@@ -159,6 +159,24 @@ def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
     call.ops.append(("add-flag", call.name, i, "WQ_PERCPU", variant))
 
 
+def drop_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    """WQ_PERCPU taken out of flags that also have WQ_UNBOUND: what the kernel does."""
+    if "flags-conditional" in finding.hints:
+        raise NoEdit("some values of the flags lack WQ_UNBOUND: decide per value")
+    i = finding.flags_arg
+    if i < 0 or i >= len(call.args):
+        raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
+    node = call.arg_nodes[i]
+    if node is not None and (node.type in _LOW_PRECEDENCE or "||" in call.args[i] or "&&" in call.args[i]):
+        raise NoEdit("the flags are a condition: drop WQ_PERCPU from the value that has it")
+    operands = [layout.normalize(o) for o in layout.split_top(_unparen(call.args[i]), "|")]
+    if operands.count("WQ_PERCPU") != 1:
+        raise NoEdit("WQ_PERCPU is not written at this call")
+    rest = [o for o in operands if o != "WQ_PERCPU"]
+    call.set_arg(i, " | ".join(rest) or "0")
+    call.ops.append(("arg", call.name, i, call.args[i]))
+
+
 def with_flag(text: str, node, flag: str) -> str:
     if text.strip() == "0":
         return flag
@@ -271,7 +289,8 @@ def _added_line(indent: str, statement: str) -> str:
 # rewrite the whole call first, a clamp last (a global limit makes it moot).
 EDITS = {
     "expand-legacy": expand_legacy, "ordered": ordered, "global-limit": global_limit,
-    "percpu-default": percpu_default, "add-percpu": add_percpu, "clamp": clamp,
+    "percpu-default": percpu_default, "add-percpu": add_percpu, "drop-percpu": drop_percpu,
+    "clamp": clamp,
 }
 
 

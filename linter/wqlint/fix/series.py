@@ -41,6 +41,7 @@ NO_SECTION = "(no MAINTAINERS section)"
 # What a patch does, per rule, for its subject; a patch fixing several rules says MIXED.
 SUMMARIES = {
     "missing-affinity-flag": "add WQ_PERCPU to alloc_workqueue() users",
+    "conflicting-affinity-flags": "drop WQ_PERCPU from unbound workqueues",
     "legacy-create-workqueue": "replace deprecated create_*workqueue() calls",
     "unbound-max-active-one": "use alloc_ordered_workqueue() for ordered queues",
     "unbound-max-active-cpu-count": "set a global max_active for unbound workqueues",

@@ -386,7 +386,8 @@ class Engine:
             got, _ = evaluate(v, 1)
             return next(iter(got)) if len(got) == 1 else 0
         return FlagBits(unbound=val("WQ_UNBOUND"), percpu=val("WQ_PERCPU"), bh=val("WQ_BH"),
-                        sysfs=val("WQ_SYSFS"), ordered=val("__WQ_ORDERED"), legacy=val("__WQ_LEGACY"))
+                        sysfs=val("WQ_SYSFS"), ordered=val("__WQ_ORDERED"), legacy=val("__WQ_LEGACY"),
+                        bh_allows=val("__WQ_BH_ALLOWS"))
 
     def _prefetch_api(self) -> None:
         """Queue, with the first search, what every tree needs from the API header: the

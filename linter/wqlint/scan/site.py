@@ -43,6 +43,16 @@ class FlagBits:
     sysfs: int
     ordered: int
     legacy: int
+    bh_allows: int = 0  # __WQ_BH_ALLOWS: the flags a WQ_BH queue may have
+
+    @property
+    def affinity(self) -> int:
+        """The flags that say where a queue's work runs. WQ_BH is one of them only where a BH
+        queue may not carry WQ_PERCPU (6.12: __WQ_BH_ALLOWS = WQ_BH | WQ_HIGHPRI, and
+        WQ_BH | WQ_PERCPU fails the allocation); where __WQ_BH_ALLOWS includes WQ_PERCPU
+        (v7.2, 21c05ca88a54) a WQ_BH queue without it gets the same WARN_ONCE as any other."""
+        bh = 0 if self.bh_allows & self.percpu else self.bh
+        return self.percpu | self.unbound | bh
 
 
 @dataclass
@@ -52,8 +62,9 @@ class FlagInfo:
     unbound: str  # yes | no | some | unknown
     ordered: bool
     legacy: bool
-    affinity_missing: bool  # some value has neither WQ_PERCPU, WQ_UNBOUND nor WQ_BH
+    affinity_missing: bool  # some value has no affinity flag (FlagBits.affinity)
     sysfs: bool
+    affinity_conflict: bool = False  # some value has both WQ_PERCPU and WQ_UNBOUND
 
 
 # The FlagBits fields by the name the API gives them (what a review says a patch adds or drops).
@@ -114,9 +125,10 @@ def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
         values=values, complete=complete, unbound=unbound,
         ordered=bool(bits.ordered) and all(v & bits.ordered for v in values),
         legacy=bool(bits.legacy) and any(v & bits.legacy for v in values),
-        affinity_missing=bool(bits.percpu) and complete and any(
-            not (v & (bits.percpu | bits.unbound | bits.bh)) for v in values),
+        affinity_missing=bool(bits.percpu) and complete and any(not (v & bits.affinity) for v in values),
         sysfs=any(v & bits.sysfs for v in values),
+        affinity_conflict=bool(bits.percpu) and any(
+            v & bits.percpu and v & bits.unbound for v in values),
     )
 
 

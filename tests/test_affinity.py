@@ -1,0 +1,92 @@
+"""missing-affinity-flag and conflicting-affinity-flags as each version judges them: exact
+findings, severities and messages on a v7.3-style tree and a 6.12-style one."""
+from __future__ import annotations
+
+from conftest import FIXTURES
+from helpers import run, scan_json
+from wqlint import api, catalogue
+
+V7_MISSING = ("alloc_workqueue() without WQ_PERCPU or WQ_UNBOUND: the kernel WARN_ONCEs at allocation "
+              "and makes the queue WQ_PERCPU (21c05ca88a54); WARN_ONCE reports only the first such "
+              "queue per boot")
+V7_BOTH = ("workqueue with both WQ_PERCPU and WQ_UNBOUND: the kernel WARN_ONCEs at allocation and "
+           "drops WQ_PERCPU, keeping WQ_UNBOUND (21c05ca88a54); WARN_ONCE reports only the first "
+           "such queue per boot")
+V6_MISSING = "alloc_workqueue() without WQ_PERCPU or WQ_UNBOUND: say which one, unbound is becoming the default"
+V6_BOTH = ("workqueue with both WQ_PERCPU and WQ_UNBOUND: the kernel reads only WQ_UNBOUND, so the "
+           "queue is unbound; from v7.2 it WARN_ONCEs (21c05ca88a54): drop WQ_PERCPU")
+
+
+def findings(tree, version):
+    doc, _ = scan_json(tree / "drivers" / "aff", "--kernel-version", version)
+    return [(f["line"], f["rule"], f["severity"], f["message"]) for f in doc["findings"]]
+
+
+def test_v7_warns_as_the_kernel_does():
+    assert findings(FIXTURES / "mainline", "7.3") == [
+        (21, "missing-affinity-flag", "warning", V7_MISSING),
+        (25, "conflicting-affinity-flags", "warning", V7_BOTH),
+        (27, "conflicting-affinity-flags", "warning",
+         V7_BOTH + " (alloc_ordered_workqueue() adds WQ_UNBOUND)"),
+        (29, "conflicting-affinity-flags", "warning",
+         V7_BOTH + " (devm_alloc_ordered_workqueue() adds WQ_UNBOUND)"),
+        (33, "conflicting-affinity-flags", "warning",
+         V7_BOTH + " (alloc_ordered_workqueue() adds WQ_UNBOUND; "
+                   "through aff_ordered() -> alloc_ordered_workqueue())"),
+        (39, "conflicting-affinity-flags", "warning",
+         V7_BOTH + " (flags are conditional; some values have both)"),
+    ]
+
+
+def test_v6_12_is_a_note_and_wq_bh_alone_is_right():
+    """6.12's __WQ_BH_ALLOWS has no WQ_PERCPU: WQ_BH alone says where the work runs."""
+    assert findings(FIXTURES / "mainline-6.12", "6.12") == [
+        (13, "missing-affinity-flag", "note", V6_MISSING),
+        (15, "conflicting-affinity-flags", "note", V6_BOTH),
+        (17, "conflicting-affinity-flags", "note", V6_BOTH + " (alloc_ordered_workqueue() adds WQ_UNBOUND)"),
+    ]
+
+
+def test_without_wq_percpu_neither_rule_exists(tmp_path):
+    src = tmp_path / "drv.c"
+    src.write_text('#include <linux/workqueue.h>\n'
+                   'int f(void) { return !alloc_workqueue("drv", WQ_UNBOUND | WQ_BH, 0); }\n'
+                   'int g(void) { return !alloc_workqueue("drv", WQ_BH, 0); }\n')
+    doc, _ = scan_json(src, "--kernel-version", "6.1")
+    assert doc["findings"] == []
+    doc, _ = scan_json(src, "--kernel-version", "7.3")  # the built-in v7.3 header: WQ_BH needs WQ_PERCPU
+    assert [(f["line"], f["rule"]) for f in doc["findings"]] == [(3, "missing-affinity-flag")]
+
+
+def test_builtin_header_bh_allows_follows_the_version():
+    assert "__WQ_BH_ALLOWS = WQ_BH | WQ_HIGHPRI | WQ_PERCPU," in api.builtin_header((7, 3, 0)).decode()
+    assert "__WQ_BH_ALLOWS = WQ_BH | WQ_HIGHPRI," in api.builtin_header((6, 12, 0)).decode()
+    assert "__WQ_BH_ALLOWS" not in api.builtin_header((6, 1, 0)).decode()
+
+
+def test_severity_by_version_in_the_catalogue():
+    cat = catalogue.load()
+    rule = cat["missing-affinity-flag"]
+    assert (rule.severity_on((7, 2, 0)), rule.severity_on((7, 1, 9))) == ("warning", "note")
+    assert rule.message_on((6, 12, 0)) == rule.message == V6_MISSING
+    assert rule.severity_text() == "warning on >=7.2, else note"
+    assert "Severity on >=7.2: warning" in rule.doc_text()
+
+
+def test_by_version_is_loaded_strictly(tmp_path):
+    from pathlib import Path
+    text = (Path(catalogue.default_path())).read_text()
+    bad = tmp_path / "rules.yaml"
+    bad.write_text(text.replace("        severity: warning\n        message: \"alloc_workqueue() without",
+                                "        severity: loud\n        message: \"alloc_workqueue() without", 1))
+    result = run("rules", "--rules", bad)
+    assert result.exit_code == 2 and "severity 'loud' is not one of error, warning, note" in result.stderr
+    bad.write_text(text.replace('      - versions: ">=7.2"\n        severity: warning\n        message:',
+                                '      - versions: ">=7.2"\n        colour: red\n        message:', 1))
+    result = run("rules", "--rules", bad)
+    assert result.exit_code == 2 and "by-version case: unknown key 'colour'" in result.stderr
+    bad.write_text(text.replace(
+        '      - versions: "<7.2"\n        severity: note\n        message: "workqueue with both WQ_PERCPU and WQ_UNBOUND: the kernel reads only WQ_UNBOUND, so the queue is unbound; from v7.2 it WARN_ONCEs (21c05ca88a54): drop WQ_PERCPU"\n',
+        '      - versions: "<7.2"\n', 1))
+    result = run("rules", "--rules", bad)
+    assert result.exit_code == 2 and "give a severity, a message or both" in result.stderr
