@@ -136,6 +136,7 @@ def test_catalogue_registry_cocci_and_marks_agree():
         assert module.__name__.rsplit(".", 1)[1] == rule.replace("-", "_")
         assert module.READS and module.READS <= {"flags", "max_active"}
     assert {p.stem for p in COCCI} <= ids
-    for tree in (REPO / "examples" / "demo-tree", FIXTURES / "rules", FIXTURES / "mainline"):
+    for tree in (REPO / "examples" / "demo-tree", FIXTURES / "rules", FIXTURES / "mainline",
+                 FIXTURES / "mainline-6.12"):
         expected, forbidden = marks(tree)
         assert {rule for _, _, rule in expected | forbidden} <= ids, tree
