@@ -111,6 +111,11 @@ class Mapping:
     def _find_written(self, path: str, line: int, unit_line: int, called: str) -> list:
         text = self.orig.line(path, line)
         out = []
+        if re.search(r"\b" + re.escape(called) + r"\s*\(", text):
+            # Written as the unit calls it (alloc_workqueue() up to v6.16, a wrapper
+            # function): no macro on the line needs looking up.
+            return [Written(called, m.start() + 1, (), called)
+                    for m in re.finditer(r"\b" + re.escape(called) + r"\b", text)]
         for m in _IDENT.finditer(text):
             name = m.group(0)
             if name == called:
