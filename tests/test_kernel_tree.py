@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -277,3 +278,21 @@ def test_review_reads_the_branch_of_the_target_kernel(tmp_path, compat_module):
     diags = json.loads(result.stdout)["diagnostics"]
     assert [(d["code"]["value"], d["location"]["range"]["start"]["line"]) for d in diags] == [
         ("percpu-max-active-cpu-count", 13)]
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("SPATCH", "spatch")) is None, reason="spatch missing")
+def test_coccinelle_engine_reads_the_kernel_tree(tmp_path, module):
+    """spatch runs at the kernel's top, as make coccicheck M= does: WQ_PERCPU is looked up in
+    the kernel's include/linux/workqueue.h, and the findings are named relative to the module."""
+    old = source_tree(tmp_path / "old")
+    new = source_tree(tmp_path / "new", (7, 3, 0))
+    header = new / "include" / "linux" / "workqueue.h"
+    header.write_text(header.read_text().replace("enum {\n", "enum {\n\tWQ_PERCPU\t\t= 1 << 8,\n"))
+    args = ["scan", "--engine", "coccinelle", "-j", "1", "--format", "json"]
+    got = {}
+    for name, kdir in (("old", old), ("new", new)):
+        result = run(*args, "--kernel-tree", kdir, module)
+        doc = json.loads(result.stdout)
+        assert doc["kernel_version_source"] == str(kdir / "Makefile"), result.stderr
+        got[name] = [(f["rule"], f["path"], f["line"]) for f in doc["findings"]]
+    assert got == {"old": [], "new": [("missing-affinity-flag", "demo.c", 7)]}
