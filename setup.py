@@ -20,6 +20,10 @@ PROJECT_DATA = [("rules.yaml", None, "rules.yaml"),
 
 class BuildWithProjectData(build_py):
     def run(self):
+        # The build directory outlives a build: a module deleted from the sources since the
+        # last one would still be copied into the wheel. Start the package afresh.
+        if not getattr(self, "editable_mode", False):
+            shutil.rmtree(Path(self.build_lib, "wqlint"), ignore_errors=True)
         super().run()
         if getattr(self, "editable_mode", False):
             return  # an editable install reads the checkout's own copies

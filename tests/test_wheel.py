@@ -97,6 +97,17 @@ def wqlint(bin_dir: Path, cwd: Path, *args) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+def test_the_wheel_holds_the_sources_as_they_are(installed):
+    """Nothing left over from an earlier build: every module of the wheel is in the sources."""
+    import wqlint
+    sources = Path(wqlint.__file__).parent
+    out = subprocess.run([str(installed / "python"), "-c",
+                          "import wqlint, pathlib; p = pathlib.Path(wqlint.__file__).parent;"
+                          "print('\\n'.join(str(f.relative_to(p)) for f in p.rglob('*.py')))"],
+                         cwd="/", capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(out) == sorted(str(f.relative_to(sources)) for f in sources.rglob("*.py"))
+
+
 def test_installed_files_are_inside_the_virtualenv(installed):
     out = subprocess.run([str(installed / "python"), "-c",
                           "import wqlint, wqlint.project_files as p;"
