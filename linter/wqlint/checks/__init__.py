@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from wqlint.scan.site import paths
+
 REGISTRY: dict = {}
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if _info.name.startswith("_") or _info.name == "common":
@@ -27,8 +29,9 @@ def judge(sites, ctx) -> list:
     for site in sites:
         if "*" in site.suppressed:
             continue
-        for module in REGISTRY.values():
-            for f in module.check(site, ctx):
+        # Once per combination of the decisions flags and max_active both depend on.
+        for path, module in ((p, m) for p in paths(site) for m in REGISTRY.values()):
+            for f in module.check(path, ctx):
                 key = (f.rule_id, f.path, f.line, f.col)
                 if key not in seen:
                     seen.add(key)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.values import condition_steps, decisions_taken
 
 RULE = "missing-affinity-flag"
 READS = frozenset({"flags"})
@@ -23,4 +24,9 @@ def check(site: Site, ctx: CheckContext) -> list:
     hints = frozenset({"flags-conditional"}) if any(v & ctx.bits.affinity for v in info.values) else frozenset()
     migration = "Add WQ_PERCPU to keep today's per-CPU behaviour, or WQ_UNBOUND if the work needs no CPU locality."
     detail = "; ".join(x for x in (detail, via_text(site).strip()) if x)
-    return [finding(site, ctx, RULE, detail, list(site.prefix), migration, hints, role="flags")]
+    # The paths that lack both, each by the decisions leading there and its assignments.
+    chain = list(site.prefix)
+    for flags in info.missing_paths or (site.flags,):
+        if decisions_taken(flags):
+            chain += condition_steps(flags)
+    return [finding(site, ctx, RULE, detail, chain, migration, hints, role="flags")]

@@ -19,8 +19,9 @@ from wqlint.scan.index import TreeIndex, definition_root
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import Chunk, SourceFile
 from wqlint.scan.values import (
-    Alt, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
+    Alt, Cond, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
 )
+from wqlint.scan.flow import Flow, Keys
 
 CPU_COUNT_CALLS = frozenset(api.CPU_COUNT_CALLS)
 CPU_COUNT_NAMES = frozenset(api.CPU_COUNT_NAMES)
@@ -200,6 +201,7 @@ class Resolver:
         self._symbol_cache: dict = {}
         self._field_cache: dict = {}
         self._macro_chunks: dict = {}
+        self._keys: dict = {}
         self.budget = SITE_BUDGET
         self.home = ""  # the file of the allocation being resolved
         self.cpp = None  # scan.cpp.Decider: definitions in branches not compiled are not used
@@ -265,9 +267,14 @@ class Resolver:
                     "!": lambda: Op(None, "!", (arg,)), "+": lambda: arg}.get(op, lambda: Unknown(None, op))()
         if t == "binary_expression":
             return Op(None, parser.text(node.child_by_field_name("operator")), (args[0], args[1]))
-        # conditional_expression
-        cond = parser.text(node.child_by_field_name("condition"))
-        return Alt(self._step(scope, node, f"conditional on '{_short(cond)}'"), (args[0], args[1]), "ternary")
+        # conditional_expression: each option is told apart by the condition (see values.Cond)
+        cond_node = node.child_by_field_name("condition")
+        cond = parser.text(cond_node)
+        key, yes, no, shown = self.keys(scope).decision(cond_node)
+        guards = ((Cond(key, yes, self._step(scope, node, f"'{shown}' is true")),),
+                  (Cond(key, no, self._step(scope, node, f"'{shown}' is false")),))
+        return Alt(self._step(scope, node, f"conditional on '{_short(cond)}'"), (args[0], args[1]), "ternary",
+                   guards)
 
     def _leaf(self, node, scope: Scope, depth: int, seen: frozenset, expand_params: bool) -> Value:
         t = node.type
@@ -287,6 +294,45 @@ class Resolver:
         return Unknown(None, f"{t.replace('_', ' ')} '{_short(parser.text(node))}'")
 
     # -- helpers ---------------------------------------------------------------------------
+    def keys(self, scope: Scope) -> Keys:
+        """The identity of the decisions in scope's body (see values.Cond)."""
+        if scope.node is None:
+            return Keys(None, (scope.src.rel, "file"))
+        fn = (scope.src.rel, scope.chunk.first_line, scope.node.start_byte)
+        got = self._keys.get(fn)
+        if got is None:
+            got = self._keys[fn] = Keys(scope.node.child_by_field_name("body"), fn)
+        return got
+
+    def flow(self, scope: Scope, use, is_target, declares) -> Optional[list]:
+        """The assignments reaching use along each path through scope's body (flow.Flow)."""
+        body = scope.node.child_by_field_name("body") if scope.node is not None else None
+        if body is None:
+            return None
+        return Flow(body, use, is_target, declares, lambda n, note: self._step(scope, n, note),
+                    self.keys(scope)).run()
+
+    def from_states(self, states, label, scope, depth, seen, expand_params, unset) -> Value:
+        """The value of an lvalue from the paths reaching its use: one option per path,
+        each told apart by the decisions that lead there."""
+        memo: dict = {}
+        options = []
+        for st in states:
+            v = None
+            for d in st.defs:
+                if d.node.id not in memo:
+                    memo[d.node.id] = self.resolve(d.rhs, scope, depth + 1, seen, expand_params)
+                rhs = memo[d.node.id]
+                if d.op != "=":
+                    rhs = Op(None, d.op[:-1], (v if v is not None else unset(d.node), rhs))
+                v = Alt(self._step(scope, d.node, f"{label} = '{_short(parser.text(d.rhs))}'"), (rhs,),
+                        "assignment")
+            options.append(v)
+        if len(options) == 1:
+            return options[0]
+        guards = tuple(st.guards for st in states) if any(st.guards for st in states) else ()
+        return Alt(None, tuple(options), f"{len(options)} assignments to {label.split(' ', 1)[-1]}", guards)
+
     def _step(self, scope: Scope, node, note: str) -> Step:
         line = scope.chunk.line_of(node)
         return Step(scope.src.rel, line, scope.src.line_text(line).strip(), note)
@@ -534,6 +580,18 @@ class Resolver:
         if key in seen:
             return Unknown(None, f"'{name}' depends on itself")
         seen = seen | {key}
+        states = self.flow(scope, use, lambda left: left is not None and left.type == "identifier"
+                           and parser.text(left) == name, lambda d: declarator_name(d) == name)
+        if states is not None:
+            return self.from_states(
+                states, f"local '{name}'", scope, depth, seen, expand_params,
+                lambda n: Unknown(self._step(scope, n, f"local '{name}' is never assigned here"),
+                                  f"local '{name}' without assignment"))
+        return self._local_any_path(name, use, scope, depth, seen, expand_params)
+
+    def _local_any_path(self, name, use, scope: Scope, depth, seen, expand_params) -> Value:
+        """Every assignment before the use (after it, when none is: a loop), for functions
+        whose paths cannot be followed one by one."""
         body = scope.node.child_by_field_name("body")
         defs = []  # (node, rhs, op)
         for _, caps in parser.matches("assignments", body):
@@ -557,7 +615,7 @@ class Resolver:
         for node, rhs, op in live[-MAX_OPTIONS:]:
             rhs_value = self.resolve(rhs, scope, depth + 1, seen, expand_params)
             if op != "=":
-                prev = self._local(name, node, scope, depth + 1, seen, expand_params)
+                prev = self._local_any_path(name, node, scope, depth + 1, seen, expand_params)
                 rhs_value = Op(None, op[:-1], (prev, rhs_value))
             options.append(Alt(self._step(scope, node, f"local '{name}' = '{_short(parser.text(rhs))}'"),
                                (rhs_value,), ""))
@@ -775,6 +833,11 @@ class Resolver:
         # Fields of a local object assigned in this function: those assignments decide.
         if scope.node is not None and base is not None and base.type == "identifier" \
                 and parser.text(base) in scope.local_decls():
+            states = self.flow(scope, node, lambda left: left is not None and left.type == "field_expression"
+                               and _norm(parser.text(left)) == lhs_text, lambda d: False)
+            if states is not None:
+                return self.from_states(states, f"'{lhs_text}'", scope, depth, seen, expand_params,
+                                        lambda n: Unknown(None, f"'{lhs_text}' before any assignment"))
             body = scope.node.child_by_field_name("body")
             defs = []
             for _, caps in parser.matches("assignments", body):

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from wqlint import api
-from wqlint.scan.values import Value, evaluate, find_path, steps_along, walk
+from wqlint.scan.values import Value, cases, decision_arms, evaluate, find_path, steps_along, walk
 
 
 @dataclass
@@ -31,6 +31,17 @@ class Site:
     queue: str = ""
     end_line: int = 0  # last line of the reported call
     arg_texts: tuple = ()  # the reported call's arguments as written
+
+
+def paths(site: Site) -> list:
+    """The site once per combination of the decisions that its flags and its max_active
+    both depend on (flags and max_active set in the same branch go together), else as is.
+    The decisions taken are steps of the narrowed values' chains."""
+    shared = set(decision_arms(site.flags)) & set(decision_arms(site.max_active))
+    if not shared:
+        return [site]
+    return [replace(site, flags=f, max_active=m)
+            for _, (f, m) in cases((site.flags, site.max_active), keys=shared)]
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,9 @@ class FlagInfo:
     affinity_missing: bool  # some value has no affinity flag (FlagBits.affinity)
     sysfs: bool
     affinity_conflict: bool = False  # some value has both WQ_PERCPU and WQ_UNBOUND
+    # The flags on each path that lacks both (values.narrow: the decisions leading there are
+    # steps of it); empty when the flags do not depend on decisions of the C.
+    missing_paths: tuple = ()
 
 
 # The FlagBits fields by the name the API gives them (what a review says a patch adds or drops).
@@ -111,7 +125,18 @@ def internal_flags(site: Site) -> list:
 
 
 def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
-    values, complete = evaluate(flags, 1)
+    """What the flags say, judged path by path: a value is possible only when the decisions
+    leading to its parts agree (flags |= WQ_UNBOUND on one arm, |= WQ_PERCPU on the other
+    is never neither)."""
+    paths = cases((flags,))
+    values, complete, missing = set(), True, []
+    affinity = bits.percpu | bits.unbound | bits.bh
+    for choice, (narrowed,) in paths:
+        vals, ok = evaluate(narrowed, 1)
+        values |= vals
+        complete = complete and ok and bool(vals)
+        if choice and ok and any(not (v & affinity) for v in vals):
+            missing.append(narrowed)
     if not values:
         return FlagInfo(values, False, "unknown", False, False, False, False)
     with_unbound = [bool(v & bits.unbound) for v in values]
@@ -129,6 +154,7 @@ def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
         sysfs=any(v & bits.sysfs for v in values),
         affinity_conflict=bool(bits.percpu) and any(
             v & bits.percpu and v & bits.unbound for v in values),
+        missing_paths=tuple(missing) if bits.percpu else (),
     )
 
 

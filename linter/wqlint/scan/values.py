@@ -9,7 +9,7 @@ call back to the CPU count.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from wqlint.finding import Step
@@ -58,9 +58,25 @@ class Op(Value):
 
 
 @dataclass(frozen=True)
+class Cond:
+    """One arm of a decision in the C: an if, a switch, a ternary, a loop, an #ifdef.
+
+    key names the decision: two decisions with the same key always take the same arm
+    (the same condition text, with none of its variables assigned in between).
+    """
+
+    key: tuple
+    arm: str  # "true", "false", a case label, "default", "none", "entered", "skipped"
+    step: Step  # the decision's line, the note naming the arm taken
+
+
+@dataclass(frozen=True)
 class Alt(Value):
     options: tuple
     why: str  # "2 assignments", "ternary", ...
+    # Per option, the arms (tuple of Cond) of the decisions that lead to it; () when the
+    # options are not told apart by any decision of the C (several assignments to a field).
+    guards: tuple = ()
 
 
 def with_step(value: Value, step: Optional[Step]) -> Value:
@@ -250,7 +266,11 @@ def _rebuild(value: Value, leaf, pick) -> Value:
         if isinstance(v, Op):
             results.append(Op(v.step, v.op, kids))
         elif isinstance(v, Alt):
-            results.append(Alt(v.step, kids, v.why))
+            guards = ()
+            if v.guards:  # the decisions of the options kept
+                at = {id(o): i for i, o in enumerate(v.options)}
+                guards = tuple(v.guards[at[id(o)]] for o in pick(v, children(v)))
+            results.append(Alt(v.step, kids, v.why, guards))
         else:
             results.append(Tunable(v.step, kids[0], v.how))
     return results[0]
@@ -290,3 +310,137 @@ def project(value: Value, path: list) -> Value:
     def keep(v: Value, options: tuple) -> tuple:
         return tuple(o for o in options if id(o) in on_path) or options
     return _rebuild(value, lambda v: None, keep)
+
+
+# -- paths ----------------------------------------------------------------------------------
+MAX_CASES = 64  # combinations of decision arms judged one by one; more: judged together
+
+
+def decision_arms(value: Value) -> dict:
+    """key -> arms seen, for every decision that tells options of value apart."""
+    out: dict = {}
+    for v in walk(value):
+        if isinstance(v, Alt) and v.guards:
+            for guard in v.guards:
+                for cond in guard:
+                    arms = out.setdefault(cond.key, [])
+                    if cond.arm not in arms:
+                        arms.append(cond.arm)
+    return out
+
+
+def narrow(value: Value, choice: dict, mark: bool = True) -> Optional[Value]:
+    """value on the paths where each decision in choice takes its arm; None when no such
+    path reaches it. With mark, each decision passed is recorded as a step of the chain.
+    (Bottom-up with an explicit stack, as _rebuild.)"""
+    memo: dict = {}
+    todo = [(value, False)]
+    while todo:
+        v, combine = todo.pop()
+        if id(v) in memo:
+            continue
+        kids = children(v)
+        if not combine and kids:
+            todo.append((v, True))
+            todo.extend((k, False) for k in kids if id(k) not in memo)
+            continue
+        out: Optional[Value] = v
+        if isinstance(v, Alt):
+            opts, guards = [], []
+            for i, o in enumerate(v.options):
+                guard = v.guards[i] if v.guards else ()
+                if any(c.key in choice and choice[c.key] != c.arm for c in guard):
+                    continue
+                n = memo[id(o)]
+                if n is None:
+                    continue
+                if mark:
+                    for c in reversed(guard):
+                        if c.key in choice:
+                            n = Alt(c.step, (n,), "condition")
+                opts.append(n)
+                guards.append(tuple(c for c in guard if c.key not in choice))
+            out = Alt(v.step, tuple(opts), v.why, tuple(guards) if any(guards) else ()) if opts else None
+        elif isinstance(v, Op):
+            args = [memo[id(a)] for a in v.args]
+            out = None if any(a is None for a in args) else Op(v.step, v.op, tuple(args))
+        elif isinstance(v, Tunable):
+            d = memo[id(v.default)]
+            out = None if d is None else Tunable(v.step, d, v.how)
+        memo[id(v)] = out
+    return memo[id(value)]
+
+
+def cases(values: tuple, keys=None, mark: bool = True) -> list:
+    """[(choice, narrowed values)]: the values on each combination of the arms of the
+    decisions in keys (default: every decision telling options apart), leaving out the
+    combinations no path takes. One case, the values unchanged, when there is nothing to
+    tell apart or too much."""
+    arms: dict = {}
+    for v in values:
+        for k, a in decision_arms(v).items():
+            have = arms.setdefault(k, [])
+            have.extend(x for x in a if x not in have)
+    if keys is not None:
+        arms = {k: a for k, a in arms.items() if k in keys}
+    if not arms:
+        return [({}, tuple(values))]
+    total = 1
+    for a in arms.values():
+        total *= len(a)
+    if total > MAX_CASES:
+        return [({}, tuple(values))]
+    out, seen = [], set()
+    names = list(arms)
+    for combo in itertools.product(*(arms[k] for k in names)):
+        choice = dict(zip(names, combo))
+        narrowed = tuple(narrow(v, choice, mark) for v in values)
+        if any(n is None for n in narrowed):
+            continue
+        # Decisions that change nothing for these values give the same case twice.
+        sig = tuple(_shape(n) for n in narrowed)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        out.append((choice, narrowed))
+    return out or [({}, tuple(values))]
+
+
+def _shape(value: Value):
+    """A comparable form of value without the steps of decisions (for deduplication)."""
+    memo: dict = {}
+    todo = [(value, False)]
+    while todo:
+        v, combine = todo.pop()
+        kids = children(v)
+        if not combine and kids:
+            todo.append((v, True))
+            todo.extend((k, False) for k in kids)
+            continue
+        if isinstance(v, Alt):
+            if v.why == "condition" and len(v.options) == 1:
+                memo[id(v)] = memo[id(v.options[0])]
+            else:
+                memo[id(v)] = ("a", v.step, tuple(memo[id(o)] for o in v.options))
+        elif isinstance(v, Op):
+            memo[id(v)] = ("o", v.op, tuple(memo[id(a)] for a in v.args))
+        elif isinstance(v, Tunable):
+            memo[id(v)] = ("t", memo[id(v.default)])
+        else:
+            memo[id(v)] = v
+    return memo[id(value)]
+
+
+def condition_steps(value: Value) -> list:
+    """The decisions (marked by narrow) and the assignments on the way to value's leaves."""
+    out = []
+    for v in walk(value):
+        if isinstance(v, Alt) and v.step is not None and v.why in ("condition", "assignment"):
+            if v.step not in out:
+                out.append(v.step)
+    return out
+
+
+def decisions_taken(value: Value) -> list:
+    """The steps of the decisions narrow() recorded in value."""
+    return [v.step for v in walk(value) if isinstance(v, Alt) and v.why == "condition"]
