@@ -332,7 +332,7 @@ class Checker:
                     if i < len(values) and not has_unknown(values[i]):
                         return Alt(st, (values[i],), v.why)
                     return v
-                return Alt(v.step, tuple(rebind(o) for o in v.options), v.why)
+                return Alt(v.step, tuple(rebind(o) for o in v.options), v.why, v.guards)
             if isinstance(v, Op):
                 return Op(v.step, v.op, tuple(rebind(a) for a in v.args))
             if isinstance(v, Tunable):

@@ -129,6 +129,8 @@ def encode_value(value, memo: dict) -> list:
         out = ["o", s, value.op, [encode_value(a, memo) for a in value.args]]
     elif isinstance(value, Alt):
         out = ["a", s, [encode_value(o, memo) for o in value.options], value.why]
+        if value.guards:
+            out.append([[[c.key, c.arm, _enc_step(c.step)] for c in guard] for guard in value.guards])
     else:
         out = ["u", s, f"unsupported value {type(value).__name__}"]
     memo[key] = out
@@ -137,7 +139,7 @@ def encode_value(value, memo: dict) -> list:
 
 def decode_value(data, path_of):
     """The value encoded as data, with every step's path passed through path_of."""
-    from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Tunable, Unknown
+    from wqlint.scan.values import Alt, Cond, Const, CpuCount, Op, Param, Tunable, Unknown
 
     def dec(d):
         kind, s = d[0], _dec_step(d[1], path_of)
@@ -152,9 +154,16 @@ def decode_value(data, path_of):
         if kind == "o":
             return Op(s, d[2], tuple(dec(a) for a in d[3]))
         if kind == "a":
-            return Alt(s, tuple(dec(o) for o in d[2]), d[3])
+            guards = tuple(tuple(Cond(_tuple(c[0]), c[1], _dec_step(c[2], path_of)) for c in g) for g in d[4]) \
+                if len(d) > 4 else ()
+            return Alt(s, tuple(dec(o) for o in d[2]), d[3], guards)
         return Unknown(s, d[2])
     return dec(data)
+
+
+def _tuple(data):
+    """A decision key back from JSON, where its tuples became lists."""
+    return tuple(_tuple(x) for x in data) if isinstance(data, list) else data
 
 
 def encode_site(site) -> dict:

@@ -88,7 +88,9 @@ class Mapping:
             return got[1]
         step = self.step(value.step)
         if isinstance(value, Alt):
-            new = Alt(step, tuple(self.value(o) for o in value.options), value.why)
+            from wqlint.scan.values import Cond
+            new = Alt(step, tuple(self.value(o) for o in value.options), value.why,
+                      tuple(tuple(Cond(c.key, c.arm, self.step(c.step)) for c in g) for g in value.guards))
         elif isinstance(value, Op):
             new = Op(step, value.op, tuple(self.value(a) for a in value.args))
         elif isinstance(value, Tunable):

@@ -179,8 +179,8 @@ class Flow:
             self.reach(states)
         for child in node.children_by_field_name("declarator"):
             if child.type == "init_declarator" and self.declares(child):
-                states = [State(s.guards, (Def(child, child.child_by_field_name("value"), "="),))
-                          for s in states]
+                states = self.merge([State(s.guards, (Def(child, child.child_by_field_name("value"), "="),))
+                                     for s in states])
             elif child.type != "init_declarator" and self.declares(child):
                 states = [State(s.guards, ()) for s in states]
         return states
@@ -195,6 +195,8 @@ class Flow:
             op = parser.text(assign.child_by_field_name("operator"))
             d = Def(assign, assign.child_by_field_name("right"), op)
             states = [State(s.guards, (d,) if op == "=" else s.defs + (d,)) for s in states]
+            if op == "=":
+                states = self.merge(states)  # the paths that led here no longer matter
         if self.contains_use(node):
             self.reach(states)
         return states
@@ -224,8 +226,7 @@ class Flow:
         outs = []
         live = self.alive.setdefault(key, set())
         for arm, body, step in arms:
-            cond = Cond(key, arm, step)
-            entry = [State(s.guards + (cond,), s.defs) for s in states]
+            entry = _take(states, Cond(key, arm, step))
             before = self._jumps()
             out = self.stmt(body, entry) if body is not None else entry
             if out or self._jumps() > before:
@@ -267,8 +268,7 @@ class Flow:
                 arm, note = "default", f"'{shown}' matches no case (default)"
             else:
                 arm, note = _norm(parser.text(value)), f"'{shown}' is '{_short(parser.text(value))}'"
-            cond_ = Cond(key, arm, self.step(case, note))
-            entry = self.merge([State(s.guards + (cond_,), s.defs) for s in states] + carry)
+            entry = self.merge(_take(states, Cond(key, arm, self.step(case, note))) + carry)
             before = self._jumps()
             for child in case.named_children:
                 if child == value:
@@ -279,8 +279,7 @@ class Flow:
             carry = entry
         out = carry + self.breaks.pop()
         if not has_default:
-            cond_ = Cond(key, "none", self.step(node, f"'{shown}' matches no case"))
-            out += [State(s.guards + (cond_,), s.defs) for s in states]
+            out += _take(states, Cond(key, "none", self.step(node, f"'{shown}' matches no case")))
             if states:
                 live.add("none")
         return self.merge(out)
@@ -309,7 +308,7 @@ class Flow:
             self.breaks.append([])
             self.continues.append([])
             first = states if do or cond is None else self.expr(cond, states)
-            once = self.stmt(body, [State(s.guards + (run,), s.defs) for s in first])
+            once = self.stmt(body, _take(first, run))
             self.breaks.pop()
             once += self.continues.pop()
             self.active = True
@@ -326,7 +325,7 @@ class Flow:
             states = self.expr(cond, states)
         self.breaks.append([])
         self.continues.append([])
-        out = self.stmt(body, [State(s.guards + (run,), s.defs) for s in states])
+        out = self.stmt(body, _take(states, run))
         out += self.continues.pop()
         if do and cond is not None:
             out = self.expr(cond, out)
@@ -336,7 +335,7 @@ class Flow:
             live.add("entered")
         if not endless and not do:
             live.add("skipped")
-            out += [State(s.guards + (skip,), s.defs) for s in states]
+            out += _take(states, skip)
         return self.merge(out)
 
     def preproc(self, node, states):
@@ -354,8 +353,7 @@ class Flow:
         outs = []
         live = self.alive.setdefault(key, set())
         for arm, stmts, note in (("true", body, f"'{shown}' holds"), ("false", [alt] if alt else [], f"'{shown}' does not hold")):
-            c = Cond(key, arm, self.step(node, note))
-            cur = [State(s.guards + (c,), s.defs) for s in states]
+            cur = _take(states, Cond(key, arm, self.step(node, note)))
             before = self._jumps()
             for st in stmts:
                 cur = self.stmt(st, cur)
@@ -416,6 +414,19 @@ class Flow:
             drop = set(keys)
         out = [State(tuple(c for c in s.guards if c.key not in drop), s.defs) for s in states]
         return _unique(out)
+
+
+def _take(states: list, cond: Cond) -> list:
+    """The states that can take an arm of a decision, having taken it. A state that took
+    another arm of the same decision earlier (the same condition, unchanged) cannot."""
+    out = []
+    for s in states:
+        before = next((c for c in s.guards if c.key == cond.key), None)
+        if before is None:
+            out.append(State(s.guards + (cond,), s.defs))
+        elif before.arm == cond.arm:
+            out.append(s)
+    return out
 
 
 def _unique(states: list) -> list:

@@ -453,6 +453,8 @@ def definition_regex(tokens: list) -> str:
         r"^\s*" + t + r"\s*(=|,|$|/\*)",             # enumerator
         r"\b" + t + r"\s*(\[[^]]*\])?\s*[|+]?=[^=]",  # assignment or initialised declaration
         r"module_param.*\b" + t + r"\b",           # module parameter
+        r"^\s*(typedef\s+)?(struct|union)\s+" + t + r"\s*(\{|$)",  # struct definition
+        r"^\s*\}\s*" + t + r"\s*;",                   # end of a typedef'd struct
     ])
 
 

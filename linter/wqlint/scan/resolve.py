@@ -202,6 +202,7 @@ class Resolver:
         self._field_cache: dict = {}
         self._macro_chunks: dict = {}
         self._keys: dict = {}
+        self._struct_cache: dict = {}
         self.budget = SITE_BUDGET
         self.home = ""  # the file of the allocation being resolved
         self.cpp = None  # scan.cpp.Decider: definitions in branches not compiled are not used
@@ -830,6 +831,9 @@ class Resolver:
         base_text = parser.text(base)
         lhs_text = _norm(parser.text(node))
         base_type = self.type_of(base, scope)
+        if base_type is PENDING:
+            return Unknown(self._step(scope, node, f"'{base_text}' field '{fname}'"),
+                           f"type of '{_short(base_text)}' not looked up yet")
         # Fields of a local object assigned in this function: those assignments decide.
         if scope.node is not None and base is not None and base.type == "identifier" \
                 and parser.text(base) in scope.local_decls():
@@ -853,27 +857,166 @@ class Resolver:
                                     (val,), ""))
                 return opts[0] if len(opts) == 1 else Alt(None, tuple(opts), f"{len(opts)} assignments to '{lhs_text}'")
         return self.field_values(fname, base_type, scope.src, depth + 1, seen,
-                                 self._step(scope, node, f"'{base_text}' field '{fname}'"))
+                                 self._step(scope, node, f"'{base_text}' field '{fname}'"), base_text)
 
-    def type_of(self, base, scope: Scope) -> Optional[str]:
-        """The struct (or typedef) name of a field access's base, when this scope declares it."""
-        if base is None:
+    # -- struct types ------------------------------------------------------------------------
+    def type_of(self, obj, scope: Scope, depth: int = 0):
+        """The struct (or typedef) name of the object of a field access, None when it cannot
+        be told, PENDING while a struct definition it needs has not been looked up yet.
+
+        Declared locals, parameters and globals of the file; '->' and '.' chains through the
+        members of the struct definitions; subscripts, '*' and '&'; casts; container_of()."""
+        if obj is None or depth > 8:
             return None
-        if base.type == "identifier":
-            name = parser.text(base)
+        t = obj.type
+        if t == "identifier":
+            name = parser.text(obj)
             decl = scope.local_decls().get(name)
             if decl:
                 return struct_type_name(decl[1])
             ptypes = scope.param_types()
             if name in ptypes:
                 return struct_type_name(ptypes[name])
+            if scope.param_index(name) >= 0:
+                return None  # a macro parameter: any type
+            return self._global_type(name, scope.src)
+        if t in ("parenthesized_expression", "pointer_expression", "subscript_expression"):
+            inner = obj.child_by_field_name("argument") if t != "parenthesized_expression" else \
+                next((c for c in obj.named_children if c.type != "comment"), None)
+            return self.type_of(inner, scope, depth + 1)
+        if t == "cast_expression":
+            return struct_type_name(parser.text(obj.child_by_field_name("type")))
+        if t == "field_expression":
+            outer = self.type_of(obj.child_by_field_name("argument"), scope, depth + 1)
+            if outer is None or outer is PENDING:
+                return outer
+            return self.member_type(outer, parser.text(obj.child_by_field_name("field")), scope.src)
+        if t == "call_expression":
+            fn = parser.text(obj.child_by_field_name("function"))
+            # container_of(ptr, type, member): a type is no expression, so read the text.
+            args = _split_args(parser.text(obj.child_by_field_name("arguments"))[1:-1])
+            if fn.startswith("container_of") and len(args) == 3:
+                return struct_type_name(args[1])
         return None
 
-    def field_values(self, fname, base_type, near, depth, seen, use_step) -> Value:
+    def _global_type(self, name: str, src: SourceFile) -> Optional[str]:
+        """The type of a variable declared at file level in src."""
+        for line in _word_lines(src, name):
+            text = src.line_bytes(line)
+            if text[:1] in (b" ", b"\t") or b"(" in text.split(name.encode())[0]:
+                continue
+            chunk = src.chunk_at(line)
+            for _, caps in parser.matches("declarations", chunk.root):
+                decl = caps.get("declaration")
+                if decl is None or decl.parent is None or decl.parent.type != "translation_unit":
+                    continue
+                for child in decl.children_by_field_name("declarator"):
+                    if declarator_name(child) == name:
+                        return struct_type_name(parser.text(caps.get("decl.type")))
+        return None
+
+    def struct_body(self, tag: str, near: SourceFile):
+        """The field_declaration_list of 'struct tag { ... }' (or of a typedef named tag), the
+        definition nearest to near; None when there is none, PENDING until looked up."""
+        key = ("struct", tag, near.rel)
+        if key in self._struct_cache:
+            return self._struct_cache[key]
+        cands = [(near, ln) for ln in _word_lines(near, tag)]
+        found = self._struct_in(tag, cands)
+        if found is None:
+            occ = self.index.occurrences(tag, defs=True, near=near.rel)
+            if occ is None:
+                return PENDING
+            pat = re.compile(rb"^\s*(typedef\s+)?(struct|union)\s+" + re.escape(tag.encode()) + rb"\b|^\s*\}\s*"
+                             + re.escape(tag.encode()) + rb"\s*;")
+            more = []
+            for rel, line in occ:
+                if rel != near.rel and pat.search(self.index.peek(rel, line)):
+                    src = self.index.source(rel)
+                    if src is not None:
+                        more.append((src, line))
+            ranked = _nearest([(src, line) for src, line in more], near.rel)
+            found = self._struct_in(tag, ranked)
+        self._struct_cache[key] = found
+        return found
+
+    def _struct_in(self, tag: str, cands):
+        for src, line in cands:
+            chunk = src.chunk_at(line)
+            for node in _descendants(chunk.root):
+                if node.type not in ("struct_specifier", "union_specifier"):
+                    continue
+                body = node.child_by_field_name("body")
+                if body is None:
+                    continue
+                name = node.child_by_field_name("name")
+                if name is not None and parser.text(name) == tag:
+                    return body
+                parent = node.parent
+                if name is None and parent is not None and parent.type == "type_definition" and any(
+                        declarator_name(d) == tag for d in parent.children_by_field_name("declarator")):
+                    return body
+        return None
+
+    def member_type(self, tag: str, member: str, near: SourceFile):
+        """The struct name of member of struct tag; None when not a struct or not found."""
+        body = self.struct_body(tag, near)
+        if body is None or body is PENDING:
+            return body
+        found = _member_decl(body, member)
+        return struct_type_name(found) if found is not None else None
+
+    def same_type(self, a: str, b: str, near: SourceFile):
+        """Are two struct or typedef names the same type? PENDING while unknown."""
+        if a == b:
+            return True
+        ca, cb = self._canonical(a, near), self._canonical(b, near)
+        if ca is PENDING or cb is PENDING:
+            return PENDING
+        return ca == cb
+
+    def _canonical(self, name: str, near: SourceFile):
+        """A typedef name as the tag of the struct it names ('typedef struct foo foo_t')."""
+        body = self.struct_body(name, near)
+        if body is None or body is PENDING:
+            return name if body is None else PENDING
+        tag = body.parent.child_by_field_name("name")
+        return parser.text(tag) if tag is not None else name
+
+    def initializer_type(self, pair, scope: Scope, depth: int = 0):
+        """The struct type an initializer_pair '.field = value' initialises a field of."""
+        return self._list_type(pair.parent, scope, depth)
+
+    def _list_type(self, lst, scope: Scope, depth: int):
+        if lst is None or depth > 8:
+            return None
+        parent = lst.parent
+        if parent is None:
+            return None
+        if parent.type == "init_declarator":
+            decl = parent.parent
+            t = decl.child_by_field_name("type") if decl is not None else None
+            return struct_type_name(parser.text(t)) if t is not None else None
+        if parent.type == "compound_literal_expression":
+            return struct_type_name(parser.text(parent.child_by_field_name("type")))
+        if parent.type == "initializer_list":  # an element of an array of structs
+            return self._list_type(parent, scope, depth + 1)
+        if parent.type == "initializer_pair":
+            outer = self._list_type(parent.parent, scope, depth + 1)
+            designator = parent.child_by_field_name("designator")
+            if outer is None or outer is PENDING or designator is None:
+                return outer
+            if designator.type != "field_designator":
+                return outer  # [i] = { ... }: an element
+            field = next((c for c in designator.named_children if c.type == "field_identifier"), None)
+            return self.member_type(outer, parser.text(field), scope.src) if field is not None else None
+        return None
+
+    def field_values(self, fname, base_type, near, depth, seen, use_step, base_text="") -> Value:
         key = ("field", fname, base_type)
         if key in seen:
             return Unknown(use_step, f"field '{fname}' depends on itself")
-        ckey = (fname, base_type, near.rel, self.home)
+        ckey = (fname, base_type, near.rel, self.home, base_text if base_type is None else "")
         cached = self._field_cache.get(ckey)
         if cached is not None:
             return self._field_value(fname, cached, use_step)
@@ -889,18 +1032,34 @@ class Resolver:
             if src is None or not line_re.search(src.line_bytes(line)):
                 continue
             chunk = src.chunk_at(line)
-            for node, rhs, sc, typ in self._field_defs(fname, chunk, line):
-                # Same struct type when both sides declare it; an undeclared side only
-                # counts within the same subsystem directory.
-                if base_type and typ:
-                    if typ != base_type:
+            for node, rhs, sc, obj in self._field_defs(fname, chunk, line):
+                if not (related(rel, self.home) or related(rel, near.rel)):
+                    continue
+                note = f"field '{fname}' = '{_short(parser.text(rhs))}'"
+                # The same struct type when both sides can be typed; else only an assignment
+                # in the same subsystem directory, and the chain says why it was taken.
+                typ = None
+                if base_type is not None:
+                    typ = self.initializer_type(obj, sc) if obj.type == "initializer_pair" else self.type_of(obj, sc)
+                if typ is PENDING:
+                    options.append(Unknown(None, f"type of '{_short(parser.text(obj))}' not looked up yet"))
+                    continue
+                if base_type is not None and typ is not None:
+                    same = self.same_type(base_type, typ, near)
+                    if same is PENDING:
+                        options.append(Unknown(None, f"type '{typ}' not looked up yet"))
+                        continue
+                    if not same:
                         continue
                 elif not related(rel, near.rel):
                     continue
-                if not (related(rel, self.home) or related(rel, near.rel)):
-                    continue
+                elif base_type is None:
+                    note += f" (the type of '{_short(base_text, 40)}' is not known: taken as the same subsystem)"
+                else:
+                    what = "the initialised object" if obj.type == "initializer_pair" else f"'{_short(parser.text(obj), 40)}'"
+                    note += f" (the type of {what} is not known: taken as the same subsystem)"
                 val = self.resolve(rhs, sc, depth + 1, seen, expand_params=True)
-                options.append(Alt(self.step_at(src, line, f"field '{fname}' = '{_short(parser.text(rhs))}'"), (val,), ""))
+                options.append(Alt(self.step_at(src, line, note), (val,), ""))
             if len(options) >= MAX_OPTIONS:
                 break
         # The assignments are shared by every read of the field; the step of the read is not.
@@ -914,27 +1073,66 @@ class Resolver:
         return Alt(use_step, options, f"{len(options)} assignments to field '{fname}'")
 
     def _field_defs(self, fname, chunk, line):
+        """(assignment, value, scope, object) of each assignment to field fname on line; the
+        object is the initializer_pair for '.fname = value' in an initializer."""
         for _, caps in parser.matches("assignments", chunk.root):
             if "assign" in caps:
                 left = caps["assign.left"]
                 if left.type == "field_expression" and chunk.line_of(left) == line \
                         and parser.text(left.child_by_field_name("field")) == fname:
                     sc = scope_of(chunk, left)
-                    yield caps["assign"], caps["assign.right"], sc, self.type_of(left.child_by_field_name("argument"), sc)
+                    yield caps["assign"], caps["assign.right"], sc, left.child_by_field_name("argument")
             elif "init" in caps:
                 if parser.text(caps["init.field"]) == fname and chunk.line_of(caps["init.field"]) == line:
                     sc = scope_of(chunk, caps["init"])
-                    yield caps["init"], caps["init.value"], sc, _initializer_type(caps["init"])
+                    yield caps["init"], caps["init.value"], sc, caps["init"]
 
 
-def _initializer_type(pair) -> Optional[str]:
-    cur = pair.parent
-    while cur is not None and cur.type not in ("declaration", "compound_literal_expression"):
-        cur = cur.parent
-    if cur is None:
-        return None
-    t = cur.child_by_field_name("type")
-    return struct_type_name(parser.text(t)) if t is not None else None
+PENDING = type("Pending", (), {"__repr__": lambda self: "PENDING"})()
+
+
+def _member_decl(body, member: str) -> Optional[str]:
+    """The type text of member in a struct body (through anonymous structs and #ifdefs)."""
+    for child in body.named_children:
+        if child.type == "field_declaration":
+            decls = child.children_by_field_name("declarator")
+            typ = child.child_by_field_name("type")
+            for d in decls:
+                if declarator_name(d) == member:
+                    return parser.text(typ)
+            if not decls and typ is not None and typ.type in ("struct_specifier", "union_specifier") \
+                    and typ.child_by_field_name("body") is not None and typ.child_by_field_name("name") is None:
+                found = _member_decl(typ.child_by_field_name("body"), member)
+                if found is not None:
+                    return found
+        elif child.type.startswith("preproc_"):
+            found = _member_decl(child, member)
+            if found is not None:
+                return found
+    return None
+
+
+def _split_args(text: str) -> list:
+    """Top-level comma-separated parts of an argument list's text."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        cur += ch
+    out.append(cur.strip())
+    return out
+
+
+def _descendants(node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.named_children))
 
 
 def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:

@@ -128,15 +128,11 @@ def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
     """What the flags say, judged path by path: a value is possible only when the decisions
     leading to its parts agree (flags |= WQ_UNBOUND on one arm, |= WQ_PERCPU on the other
     is never neither)."""
-    paths = cases((flags,))
-    values, complete, missing = set(), True, []
-    affinity = bits.percpu | bits.unbound | bits.bh
-    for choice, (narrowed,) in paths:
+    values, complete = set(), True
+    for _, (narrowed,) in cases((flags,), mark=False):
         vals, ok = evaluate(narrowed, 1)
         values |= vals
         complete = complete and ok and bool(vals)
-        if choice and ok and any(not (v & affinity) for v in vals):
-            missing.append(narrowed)
     if not values:
         return FlagInfo(values, False, "unknown", False, False, False, False)
     with_unbound = [bool(v & bits.unbound) for v in values]
@@ -146,16 +142,46 @@ def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
         unbound = "some"
     else:
         unbound = "no" if complete else "unknown"
+    missing = bool(bits.percpu) and complete and any(not (v & bits.affinity) for v in values)
     return FlagInfo(
         values=values, complete=complete, unbound=unbound,
         ordered=bool(bits.ordered) and all(v & bits.ordered for v in values),
         legacy=bool(bits.legacy) and any(v & bits.legacy for v in values),
-        affinity_missing=bool(bits.percpu) and complete and any(not (v & bits.affinity) for v in values),
-        sysfs=any(v & bits.sysfs for v in values),
+        affinity_missing=missing, sysfs=any(v & bits.sysfs for v in values),
         affinity_conflict=bool(bits.percpu) and any(
             v & bits.percpu and v & bits.unbound for v in values),
-        missing_paths=tuple(missing) if bits.percpu else (),
+        missing_paths=_missing_paths(flags, bits) if missing else (),
     )
+
+
+def _missing_paths(flags: Value, bits: FlagBits) -> tuple:
+    """The flags on each path without an affinity flag, by the decisions that decide it:
+    those where taking the other arm, all else equal, gives or takes the flag away."""
+    arms = decision_arms(flags)
+    if not arms:
+        return ()
+    affinity = bits.affinity
+    names = list(arms)
+    outcome = {}
+    for choice, (narrowed,) in cases((flags,), keys=set(names), mark=False, dedupe=False):
+        vals, ok = evaluate(narrowed, 1)
+        if ok and vals:
+            outcome[tuple(choice.get(k) for k in names)] = any(not (v & affinity) for v in vals)
+    relevant = set()
+    for combo, lacking in outcome.items():
+        for i, k in enumerate(names):
+            for arm in arms[k]:
+                other = combo[:i] + (arm,) + combo[i + 1:]
+                if other in outcome and outcome[other] != lacking:
+                    relevant.add(k)
+    if not relevant:
+        return ()  # with or without the flag whatever the decisions: nothing to tell apart
+    out = []
+    for _, (narrowed,) in cases((flags,), keys=relevant):
+        vals, ok = evaluate(narrowed, 1)
+        if ok and any(not (v & affinity) for v in vals):
+            out.append(narrowed)
+    return tuple(out)
 
 
 @dataclass

@@ -371,7 +371,7 @@ def narrow(value: Value, choice: dict, mark: bool = True) -> Optional[Value]:
     return memo[id(value)]
 
 
-def cases(values: tuple, keys=None, mark: bool = True) -> list:
+def cases(values: tuple, keys=None, mark: bool = True, dedupe: bool = True) -> list:
     """[(choice, narrowed values)]: the values on each combination of the arms of the
     decisions in keys (default: every decision telling options apart), leaving out the
     combinations no path takes. One case, the values unchanged, when there is nothing to
@@ -398,10 +398,11 @@ def cases(values: tuple, keys=None, mark: bool = True) -> list:
         if any(n is None for n in narrowed):
             continue
         # Decisions that change nothing for these values give the same case twice.
-        sig = tuple(_shape(n) for n in narrowed)
-        if sig in seen:
-            continue
-        seen.add(sig)
+        if dedupe:
+            sig = tuple(_shape(n) for n in narrowed)
+            if sig in seen:
+                continue
+            seen.add(sig)
         out.append((choice, narrowed))
     return out or [({}, tuple(values))]
 
