@@ -30,3 +30,18 @@ def test_nvme_tcp_6_12_lacks_the_flag_only_when_not_unbound(linux_6_12):
         ("drivers/nvme/host/tcp.c", 3115, "'wq_unbound' is false"),
         ("drivers/nvme/host/tcp.c", 3103, "local 'wq_flags' = 'WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_SYSFS'"),
     ]
+
+
+@pytest.mark.kernel
+def test_zloop_7_3_takes_nr_queues_from_its_own_options(linux_7_3):
+    # rnbd-clt.c assigns set->map[...].nr_queues of a struct blk_mq_queue_map: another type.
+    doc, _ = scan_json(linux_7_3 / "drivers" / "block" / "zloop.c", "--jobs", "2")
+    (f,) = findings_at(doc, "drivers/block/zloop.c", 1274)
+    assert (f["rule"], f["column"]) == ("unbound-max-active-cpu-count", 19)
+    assert [(s["path"], s["line"], s["note"]) for s in f["chain"]] == [
+        ("drivers/block/zloop.c", 1274, "alloc_workqueue(flags 'WQ_UNBOUND | WQ_FREEZABLE', "
+                                        "max_active 'opts->nr_queues * opts->queue_depth')"),
+        ("drivers/block/zloop.c", 1275, "'opts' field 'nr_queues'"),
+        ("drivers/block/zloop.c", 1604, "field 'nr_queues' = 'min(token, num_online_cpus())'"),
+        ("drivers/block/zloop.c", 1604, "CPU count num_online_cpus()"),
+    ]
