@@ -9,7 +9,7 @@ from helpers import scan_json
 
 @pytest.fixture(scope="module")
 def rules_doc():
-    doc, _ = scan_json(FIXTURES / "rules", "--kernel-version", "6.12")
+    doc, _ = scan_json(FIXTURES / "rules", "--kernel-version", "7.3")
     return doc
 
 
