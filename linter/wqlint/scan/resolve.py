@@ -318,6 +318,8 @@ class Resolver:
         each told apart by the decisions that lead there."""
         memo: dict = {}
         options = []
+        # In the order of the text, as the assignments were listed before paths were told apart.
+        states = sorted(states, key=lambda st: st.defs[-1].node.start_byte if st.defs else -1)
         for st in states:
             v = None
             for d in st.defs:
