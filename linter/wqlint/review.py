@@ -35,11 +35,10 @@ from wqlint import kversion
 from wqlint.finding import InputError, Report
 from wqlint.scan.cpp import Decider
 from wqlint.scan.engine import Engine, find_root
-from wqlint.scan.index import TreeIndex
-from wqlint.scan.resolve import Resolver
+from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
 from wqlint.scan.values import cpu_path, evaluate
-from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
+from wqlint.scan.source import SourceError, is_c_source, read_source
 
 
 class ReviewError(Exception):
@@ -369,50 +368,6 @@ def _base_without(patches, tree: Path, base_reader):
     return reader
 
 
-# -- scanning with an overlay ----------------------------------------------------------------
-class OverlayIndex(TreeIndex):
-    """A TreeIndex whose files in `overlay` come from memory (None: deleted), not the tree."""
-
-    def __init__(self, root: Path, jobs: int, extra: dict, overlay: dict, kernel=None):
-        live = {rel: data for rel, data in overlay.items() if data is not None}
-        super().__init__(root, jobs, {**extra, **live}, kernel=kernel)
-        self.overlay = overlay
-
-    def source(self, rel: str):
-        if rel in self.overlay and self.overlay[rel] is None:
-            return None
-        if rel in self.overlay and rel not in self.files and rel not in self.bad:
-            data = self.overlay[rel]
-            problem = (f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB" if len(data) > MAX_FILE_BYTES
-                       else "binary file (contains NUL bytes)" if b"\0" in data else None)
-            if problem:
-                self.bad[rel] = problem
-                return None
-        return super().source(rel)
-
-    def dir_files(self, reldir: str, recursive: bool) -> list:
-        got = [rel for rel in super().dir_files(reldir, recursive) if rel not in self.overlay]
-        for rel, data in self.overlay.items():
-            if data is None:
-                continue
-            parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
-            if parent == reldir or (recursive and (reldir == "" or rel.startswith(reldir + "/"))):
-                got.append(rel)
-        return sorted(got)
-
-    def _grep(self, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
-        # Lines of overlaid files come from memory (TreeIndex.fetch searches `extra`).
-        return [hit for hit in super()._grep(tokens, regex, paths) if hit[0] not in self.overlay]
-
-
-class OverlayEngine(Engine):
-    def __init__(self, root: Path, overlay: dict, catalogue, **kw):
-        super().__init__([root], catalogue, **kw)
-        self.index = OverlayIndex(self.root, self.jobs, self.index.extra, overlay, self.kernel)
-        self.resolver = Resolver(self.index)
-        self.cpp = self.resolver.cpp = Decider(self.index, self.version)
-
-
 # -- the review -----------------------------------------------------------------------------
 def git_series(tree: str, revs: str) -> tuple:
     """(patches, base reader) for the commits BASE..HEAD of the git checkout tree.
@@ -495,8 +450,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         else:  # the checkout is not at BASE: show the touched files as they were there
             base_files = {prefix + p: base_reader(p, patches[0]) for p in after_files
                           if is_c_source(p.rsplit("/", 1)[-1])}
-            before_engine = OverlayEngine(root, base_files, catalogue, **opts)
-        after_engine = OverlayEngine(root, overlay, catalogue, **opts)
+            before_engine = Engine([root], catalogue, files=Overlay(root, base_files), **opts)
+        after_engine = Engine([root], catalogue, files=Overlay(root, overlay), **opts)
         for engine in (before_engine, after_engine):  # two at once: share the cores
             engine.index.jobs = max(1, jobs // 2)
         # Most of a review is waiting for searches of the tree: run both sides at once.
@@ -509,8 +464,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
-            before_engine = OverlayEngine(Path(empty), base, catalogue, **opts)
-            after_engine = OverlayEngine(Path(empty), overlay, catalogue, **opts)
+            before_engine = Engine([empty], catalogue, files=Overlay(Path(empty), base), **opts)
+            after_engine = Engine([empty], catalogue, files=Overlay(Path(empty), overlay), **opts)
             before, after = before_engine.run(), after_engine.run()
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")

@@ -94,7 +94,9 @@ class Engine:
     def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
                  ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
                  focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None,
-                 kernel_tree=None):
+                 kernel_tree=None, files=None):
+        """files: how the tree's files are read (scan.index.TreeFiles; an Overlay for a
+        review: the tree as a patch series makes it)."""
         self.catalogue = catalogue
         self.jobs = jobs
         # Files whose changes are of interest (review): only allocations in their subsystems
@@ -155,7 +157,8 @@ class Engine:
             where = self.kernel.describe() if self.kernel is not None else self.root / "Makefile"
             self.notes.append(f"no kernel version in {where}: assuming "
                               f"{kversion.show(self.version)} semantics (use --kernel-version)")
-        self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded, kernel=self.kernel)
+        self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded, kernel=self.kernel,
+                               files=files)
         self.resolver = Resolver(self.index)
         self.cpp = self.resolver.cpp = Decider(self.index, self.version)
         self.ncpus, self.max_cpus = ncpus, max_cpus

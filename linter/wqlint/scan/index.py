@@ -18,7 +18,7 @@ from typing import Optional
 
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
-from wqlint.scan.source import SourceError, SourceFile, read_source, relpath
+from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, read_source, relpath
 
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # Directories large enough that one grep over them is worth splitting further.
@@ -26,10 +26,91 @@ _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
 
 
+class TreeFiles:
+    """How the index reads the tree: a file's bytes, the C files of a directory, which tree
+    files a search of the disk must not answer for, and which files to search in memory."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def read(self, rel: str) -> bytes:
+        """The file's bytes, or SourceError."""
+        return read_source(self.root / rel, self.root)
+
+    def listdir(self, reldir: str, recursive: bool) -> list:
+        """rel paths of the .c/.h files in reldir (and below, when recursive)."""
+        base = self.root / reldir if reldir else self.root
+        if recursive:
+            got = []
+            for dirpath, dirs, names in os.walk(base):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                got.extend(relpath(Path(dirpath, n), self.root) for n in sorted(names)
+                           if n.endswith((".c", ".h")))
+            return got
+        try:
+            return sorted(relpath(Path(e.path), self.root) for e in os.scandir(base)
+                          if e.name.endswith((".c", ".h")) and e.is_file())
+        except OSError:
+            return []
+
+    def replaced(self, rel: str) -> bool:
+        """Is the disk's copy of rel not the file (a search hit in it does not count)?"""
+        return False
+
+    def deleted(self, rel: str) -> bool:
+        """Is rel gone, though the disk may still have it?"""
+        return False
+
+    def in_memory(self) -> dict:
+        """rel -> bytes of files that are searched in memory, not on disk."""
+        return {}
+
+
+class Overlay(TreeFiles):
+    """The tree with some files replaced (or deleted: None) by their bytes in memory: what a
+    patch series makes of it (wqlint review), without writing anything."""
+
+    def __init__(self, root: Path, changes: dict):
+        super().__init__(root)
+        self.changes = dict(changes)
+
+    def read(self, rel: str) -> bytes:
+        if rel not in self.changes:
+            return super().read(rel)
+        data = self.changes[rel]
+        if data is None:
+            raise SourceError("no such file")
+        if len(data) > MAX_FILE_BYTES:
+            raise SourceError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        if b"\0" in data:
+            raise SourceError("binary file (contains NUL bytes)")
+        return data
+
+    def listdir(self, reldir: str, recursive: bool) -> list:
+        got = [rel for rel in super().listdir(reldir, recursive) if rel not in self.changes]
+        for rel, data in self.changes.items():
+            parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if data is not None and rel.endswith((".c", ".h")) and (
+                    parent == reldir or (recursive and (reldir == "" or rel.startswith(reldir + "/")))):
+                got.append(rel)
+        return sorted(got)
+
+    def replaced(self, rel: str) -> bool:
+        return rel in self.changes
+
+    def deleted(self, rel: str) -> bool:
+        return rel in self.changes and self.changes[rel] is None
+
+    def in_memory(self) -> dict:
+        return {rel: data for rel, data in self.changes.items() if data is not None}
+
+
 class TreeIndex:
     def __init__(self, root: Path, jobs: int = 1, extra_files: Optional[dict] = None,
-                 exclude: tuple = (), preloaded: Optional[dict] = None, kernel=None):
+                 exclude: tuple = (), preloaded: Optional[dict] = None, kernel=None,
+                 files: Optional[TreeFiles] = None):
         self.root = root
+        self.tree_files = files or TreeFiles(root)  # how files of the tree are read
         # The kernel a module builds for (scan.kerneltree.KernelTree), or None: its shared
         # headers are searched and read as files under KERNEL_PREFIX.
         self.kernel = kernel
@@ -56,7 +137,7 @@ class TreeIndex:
     # -- files -------------------------------------------------------------------------
     def source(self, rel: str) -> Optional[SourceFile]:
         src = self.files.get(rel)
-        if src is not None or rel in self.bad:
+        if src is not None or rel in self.bad or self.tree_files.deleted(rel):
             return src
         try:
             if rel in self.extra:
@@ -69,7 +150,7 @@ class TreeIndex:
                     raise SourceError("no such file")
                 data = read_source(found)
             else:
-                data = read_source(self.root / rel, self.root)
+                data = self.tree_files.read(rel)
         except SourceError as exc:
             self.bad[rel] = str(exc)
             return None
@@ -82,21 +163,7 @@ class TreeIndex:
         key = (reldir, recursive)
         got = self._dir_cache.get(key)
         if got is None:
-            got = []
-            base = self.root / reldir if reldir else self.root
-            if recursive:
-                for dirpath, dirs, names in os.walk(base):
-                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                    for n in sorted(names):
-                        if n.endswith((".c", ".h")):
-                            got.append(relpath(Path(dirpath, n), self.root))
-            else:
-                try:
-                    got = sorted(relpath(Path(e.path), self.root) for e in os.scandir(base)
-                                 if e.name.endswith((".c", ".h")) and e.is_file())
-                except OSError:
-                    got = []
-            self._dir_cache[key] = got
+            got = self._dir_cache[key] = self.tree_files.listdir(reldir, recursive)
         return got
 
     def related_files(self, rel: str) -> list:
@@ -210,11 +277,13 @@ class TreeIndex:
         if self.kernel is not None:
             hits = list(hits) + self._grep_kernel(tokens, regex, paths)
         for rel, line, content in hits:
+            if self.tree_files.replaced(rel):
+                continue  # searched in memory below
             for ident in set(_IDENT_RE.findall(content)) & wanted:
                 results[ident.decode()].append((rel, line))
             self._lines[(rel, line)] = content
         local = re.compile(regex.encode()) if defs else None
-        for rel, data in self.extra.items():
+        for rel, data in {**self.extra, **self.tree_files.in_memory()}.items():
             for lineno, content in enumerate(data.split(b"\n"), 1):
                 if local is not None and not local.search(content):
                     continue
