@@ -19,9 +19,6 @@ from wqlint.check.original import Original
 from wqlint.check.preprocess import preprocess
 from wqlint.check.unit import Unit
 
-_API_HEADER = "include/linux/workqueue.h"
-
-
 def _mentions(path: str, pattern) -> bool:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -268,8 +265,9 @@ class Checker:
     def api_header(self):
         """Where the unit's workqueue API came from: the API's own CPU counts and #ifs are not
         the caller's."""
+        from wqlint.scan.engine import API_HEADER  # (loaded by the scan already)
         if not hasattr(self, "_api"):
-            self._api = next((os.path.normpath(n) for n in self.unit.files() if n.endswith(_API_HEADER)), None)
+            self._api = next((os.path.normpath(n) for n in self.unit.files() if n.endswith(API_HEADER)), None)
         return self._api
 
     @staticmethod
