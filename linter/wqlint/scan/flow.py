@@ -57,7 +57,8 @@ class Flow:
     """
 
     def __init__(self, body, use, is_target: Callable, declares: Callable, step: Callable,
-                 keys: "Keys"):
+                 keys: "Keys", dead: Optional[Callable] = None):
+        self.dead = dead or (lambda node: False)  # is node in an #if branch not compiled?
         self.body = body
         self.use = use
         self.is_target = is_target
@@ -352,7 +353,12 @@ class Flow:
         shown = _short(text)
         outs = []
         live = self.alive.setdefault(key, set())
-        for arm, stmts, note in (("true", body, f"'{shown}' holds"), ("false", [alt] if alt else [], f"'{shown}' does not hold")):
+        else_body = [c for c in alt.named_children if c.type != "comment"] if alt is not None \
+            and alt.type == "preproc_else" else ([alt] if alt is not None else [])
+        for arm, stmts, note in (("true", body, f"'{shown}' holds"), ("false", else_body, f"'{shown}' does not hold")):
+            first = next((st for st in stmts if st.type not in ("comment", "preproc_elif")), None)
+            if first is not None and self.dead(first):
+                continue  # a branch not compiled for the target kernel (scan.cpp)
             cur = _take(states, Cond(key, arm, self.step(node, note)))
             before = self._jumps()
             for st in stmts:

@@ -310,8 +310,11 @@ class Resolver:
         body = scope.node.child_by_field_name("body") if scope.node is not None else None
         if body is None:
             return None
+        dead = None
+        if self.cpp is not None:
+            dead = lambda n: self.cpp.state(scope.src, scope.chunk.line_of(n))[0]
         return Flow(body, use, is_target, declares, lambda n, note: self._step(scope, n, note),
-                    self.keys(scope)).run()
+                    self.keys(scope), dead).run()
 
     def from_states(self, states, label, scope, depth, seen, expand_params, unset) -> Value:
         """The value of an lvalue from the paths reaching its use: one option per path,
