@@ -88,6 +88,36 @@ CPU_COUNT_ALL = CPU_COUNT_CALLS + CPU_COUNT_NAMES + tuple(CPU_COUNT_STATIC) + CP
 # work queued on one prints pr_warn_once) and what replaces them (v6.17, 128ea9f6ccfb).
 DEPRECATED_SYSTEM_QUEUES = {"system_wq": "system_percpu_wq", "system_unbound_wq": "system_dfl_wq"}
 
+
+
+@dataclass(frozen=True)
+class QueueCall:
+    """A call that takes a queue (include/linux/workqueue.h, the same in 6.12 and 7.3)."""
+
+    name: str
+    queue_arg: int  # index of the queue argument
+    queues: bool  # queues work: reaches __queue_work(), where v7.2 checks __WQ_DEPRECATED
+
+
+QUEUE_CALLS = (
+    QueueCall("queue_work", 0, True), QueueCall("queue_work_on", 1, True),
+    QueueCall("queue_work_node", 1, True), QueueCall("queue_delayed_work", 0, True),
+    QueueCall("queue_delayed_work_on", 1, True), QueueCall("mod_delayed_work", 0, True),
+    QueueCall("mod_delayed_work_on", 1, True), QueueCall("queue_rcu_work", 0, True),
+    QueueCall("enable_and_queue_work", 0, True),
+    # A flush or drain names the queue without queueing: no pr_warn_once, but the name goes.
+    QueueCall("flush_workqueue", 0, False), QueueCall("__flush_workqueue", 0, False),
+    QueueCall("drain_workqueue", 0, False),
+)
+QUEUE_CALLS_BY_NAME = {c.name: c for c in QUEUE_CALLS}
+
+
+def has_system_queue_replacements(version: Version) -> bool:
+    """v6.17 (128ea9f6ccfb): system_percpu_wq and system_dfl_wq (Debian's 6.12.y has them too:
+    the tree's own header wins)."""
+    return version[:2] >= (6, 17)
+
+
 # WQ_* flag bits as include/linux/workqueue.h has them, and the version each appeared in.
 FLAG_BITS = (
     ("WQ_BH", 0, (6, 9)),
@@ -202,6 +232,11 @@ def builtin_header(version: Version) -> bytes:
             "\tWQ_UNBOUND_MAX_ACTIVE = WQ_MAX_ACTIVE,",
             "\tWQ_DFL_ACTIVE = WQ_MAX_ACTIVE / 2,",
             "\tWQ_DFL_MIN_ACTIVE = 8,", "};", ""]
+    out += ["extern struct workqueue_struct *system_wq;",
+            "extern struct workqueue_struct *system_unbound_wq;"]
+    if has_system_queue_replacements(version):
+        out += [f"extern struct workqueue_struct *{n};" for n in DEPRECATED_SYSTEM_QUEUES.values()]
+    out.append("")
     if has_alloc_hooks(version):
         out += ["struct workqueue_struct *",
                 "alloc_workqueue_noprof(const char *fmt, unsigned int flags, int max_active, ...);",

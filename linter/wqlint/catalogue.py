@@ -30,7 +30,7 @@ FIX_TARGETS = ("mainline", "reference")
 FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
 # The edits wqlint knows how to make (wqlint.fix.edits); "none" explains without editing.
 FIX_EDITS = ("add-percpu", "drop-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default",
-             "clamp", "none")
+             "clamp", "replace-system-queue", "none")
 FIX_CASE_SAFETY = ("safe", "suggestion")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")

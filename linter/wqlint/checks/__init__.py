@@ -1,7 +1,8 @@
 """The rules: one module per rule, named after its id, found through REGISTRY.
 
 A rule module defines RULE (its id in rules.yaml), READS (the parts of a site it judges:
-"flags", "max_active") and check(site, ctx) -> list of Finding. The scanner only resolves
+"flags", "max_active" of an allocation Site, or "queue" of a QueueUse: a queue named at a call
+that takes one) and check(site, ctx) -> list of Finding. The scanner only resolves
 sites; nothing outside this package names a rule.
 """
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from wqlint.scan.site import paths
+from wqlint.scan.site import QueueUse, paths
 
 REGISTRY: dict = {}
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -21,16 +22,23 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
 # Rules that read only the flags: judged where the flags are known, even when max_active of
 # the same call still comes from a wrapper's caller.
 FLAGS_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozenset({"flags"}))
+_ON_USES = tuple(m for m in REGISTRY.values() if "queue" in m.READS)
+_ON_SITES = tuple(m for m in REGISTRY.values() if "queue" not in m.READS)
 
 
 def judge(sites, ctx) -> list:
-    """The findings of every rule for the sites, once each, in report order."""
+    """The findings of every rule for the sites (allocations and queue uses), once each, in
+    report order."""
     findings, seen = [], set()
     for site in sites:
         if "*" in site.suppressed:
             continue
-        # Once per combination of the decisions flags and max_active both depend on.
-        for path, module in ((p, m) for p in paths(site) for m in REGISTRY.values()):
+        if isinstance(site, QueueUse):
+            judged = ((site, m) for m in _ON_USES)
+        else:
+            # Once per combination of the decisions flags and max_active both depend on.
+            judged = ((p, m) for p in paths(site) for m in _ON_SITES)
+        for path, module in judged:
             for f in module.check(path, ctx):
                 key = (f.rule_id, f.path, f.line, f.col)
                 if key not in seen:

@@ -29,7 +29,7 @@ def applies(site: Site, ctx: CheckContext, rule_id: str) -> bool:
         return False
     if site.only is not None and rule_id not in site.only:
         return False
-    if rule.requires_symbol and not ctx.has_percpu:
+    if rule.requires_symbol and not ctx.defines(rule.requires_symbol):
         return False
     return rule.kernel_versions.contains(ctx.version)
 
@@ -45,3 +45,15 @@ def _dedupe(steps: list) -> list:
 
 def via_text(site: Site) -> str:
     return f" through {' -> '.join(n + '()' for n in site.via)}" if site.via else ""
+
+
+def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, migration: str,
+                hints: frozenset = frozenset()) -> Finding:
+    """A Finding at a QueueUse: the call that names the queue."""
+    rule = ctx.catalogue[rule_id]
+    text = rule.message_on(ctx.version)
+    return Finding(
+        rule_id=rule_id, severity=rule.severity_on(ctx.version), path=use.path, line=use.line,
+        col=use.col, end_col=use.end_col, message=f"{text} ({detail})" if detail else text,
+        chain=(use.step,), migration=migration, hints=hints, function=use.function,
+        queue=f"{use.call}({use.queue})", role="queue")

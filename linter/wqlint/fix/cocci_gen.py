@@ -72,7 +72,7 @@ WQLINT_FILE[0] = p0[0].file
 
 def _key(op: tuple, fix) -> tuple:
     """The rule an edit belongs to: one per kind of flag or macro edit, one per call else."""
-    return op if op[0] in ("add-flag", "legacy") else (op, fix.finding.path, fix.finding.line)
+    return op if op[0] in ("add-flag", "legacy", "queue") else (op, fix.finding.path, fix.finding.line)
 
 
 def _site(fix, rank: int, ranks: dict) -> tuple:
@@ -126,7 +126,7 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     ordered_keys = sorted(groups, key=lambda k: (not (k[0] == "legacy" and k[3]), repr(k)))
     ranks = {key: n for n, key in enumerate(ordered_keys, len(raw) + 1)}
     for key, n in ranks.items():
-        op = key if key[0] in ("add-flag", "legacy") else key[0]
+        op = key if key[0] in ("add-flag", "legacy", "queue") else key[0]
         rules_text.append(_rule(n, op, groups[key]))
         sites = sorted({_site(f, n, ranks) for f in groups[key]})
         site_sets.append(f"SITES_{n} = [{', '.join(repr(k) for k in sites)}]")
@@ -163,6 +163,14 @@ def _rule(n: int, op: tuple, fixes: list) -> str:
         return (f"// {len(fixes)} call(s) of {callee}() without an affinity flag: add {flag}\n"
                 f"@add_flag_{n}@\nexpression A0;\n{decl}{where}@@\n"
                 f" {call.format(new=new)}\n")
+    if kind == "queue":
+        # Right wherever it matches: the same queue under the name that stays.
+        _, callee, i, old, new = op
+        decl = "".join(f"expression E{k};\n" for k in range(i))
+        before = "".join(f"E{k}, " for k in range(i))
+        return (f"// {callee}() on {old} -> {new}\n"
+                f"@queue_{n}@\n{decl}@@\n"
+                f" {callee}({before}\n-{old}\n+{new}\n ,...)\n")
     if kind == "legacy":
         _, macro, callee, literal, flags, middle, fmt = op
         rest = "".join(f", {m}" for m in middle)

@@ -177,6 +177,20 @@ def drop_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
     call.ops.append(("arg", call.name, i, call.args[i]))
 
 
+def replace_system_queue(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    """A deprecated system queue passed to a queueing call becomes its replacement
+    (api.DEPRECATED_SYSTEM_QUEUES), where the argument is the name itself."""
+    i = next((int(h.split("=", 1)[1]) for h in finding.hints if h.startswith("queue-arg=")), -1)
+    if i < 0 or i >= len(call.args):
+        raise NoEdit("the queue is not an argument of this call")
+    old = _unparen(call.args[i])
+    new = api.DEPRECATED_SYSTEM_QUEUES.get(old)
+    if new is None:
+        raise NoEdit("the queue is chosen by a condition: change the branch that names it")
+    call.set_arg(i, new)
+    call.ops.append(("queue", call.name, i, old, new))
+
+
 def with_flag(text: str, node, flag: str) -> str:
     if text.strip() == "0":
         return flag
@@ -290,7 +304,7 @@ def _added_line(indent: str, statement: str) -> str:
 EDITS = {
     "expand-legacy": expand_legacy, "ordered": ordered, "global-limit": global_limit,
     "percpu-default": percpu_default, "add-percpu": add_percpu, "drop-percpu": drop_percpu,
-    "clamp": clamp,
+    "clamp": clamp, "replace-system-queue": replace_system_queue,
 }
 
 

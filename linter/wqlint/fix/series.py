@@ -42,6 +42,7 @@ NO_SECTION = "(no MAINTAINERS section)"
 SUMMARIES = {
     "missing-affinity-flag": "add WQ_PERCPU to alloc_workqueue() users",
     "conflicting-affinity-flags": "drop WQ_PERCPU from unbound workqueues",
+    "deprecated-system-workqueue": "queue on system_percpu_wq and system_dfl_wq",
     "legacy-create-workqueue": "replace deprecated create_*workqueue() calls",
     "unbound-max-active-one": "use alloc_ordered_workqueue() for ordered queues",
     "unbound-max-active-cpu-count": "set a global max_active for unbound workqueues",

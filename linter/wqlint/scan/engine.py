@@ -22,7 +22,7 @@ from wqlint.scan.cpp import Decider
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
-from wqlint.scan.site import CheckContext, FlagBits, Site
+from wqlint.scan.site import CheckContext, FlagBits, QueueUse, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute, walk
 
@@ -252,6 +252,67 @@ class Engine:
                     out.extend(found)
         return out
 
+    # -- the second kind of site: a queue named at a call that takes one ----------------------
+    def _queue_uses(self) -> list:
+        """Calls whose queue argument (api.QUEUE_CALLS) is one of the names the API lists in
+        DEPRECATED_SYSTEM_QUEUES: found from the index's occurrences of the names, in the
+        targets only (such a use has no chain to follow)."""
+        out, seen = [], set()
+        if any(self.index.occurrences(n) is None for n in api.DEPRECATED_SYSTEM_QUEUES):
+            self.index.fetch_pending()
+        for name in api.DEPRECATED_SYSTEM_QUEUES:
+            for rel, line in self.index.occurrences(name) or ():
+                if not self.in_targets(rel) or self._outside_focus(rel):
+                    continue
+                src = self.index.source(rel)
+                if src is None:
+                    continue
+                text = src.line_bytes(line)
+                if re.match(rb"\s*(#|\*|//)", text):
+                    continue  # a definition, a macro or a comment
+                chunk = src.chunk_at(line)
+                if chunk is None:
+                    continue
+                row = line - chunk.first_line
+                for m in re.finditer(rb"\b" + name.encode() + rb"\b", text):
+                    node = chunk.root.descendant_for_point_range((row, m.start()), (row, m.end()))
+                    use = self._use_at(node, name, chunk)
+                    if use is not None and (use.path, use.line, use.col, use.queue) not in seen:
+                        seen.add((use.path, use.line, use.col, use.queue))
+                        out.append(use)
+        return out
+
+    def _use_at(self, node, name: str, chunk) -> Optional[QueueUse]:
+        """The call node is the queue argument of, through parentheses and the branches of
+        a conditional; None when it is anything else."""
+        if node is None or node.type != "identifier" or parser.text(node) != name:
+            return None
+        arg = node
+        while arg.parent is not None and (arg.parent.type == "parenthesized_expression" or (
+                arg.parent.type == "conditional_expression"
+                and arg.parent.child_by_field_name("condition") != arg)):
+            arg = arg.parent
+        args = arg.parent
+        if args is None or args.type != "argument_list" or args.parent is None \
+                or args.parent.type != "call_expression":
+            return None
+        call = args.parent
+        fn = call.child_by_field_name("function")
+        spec = api.QUEUE_CALLS_BY_NAME.get(parser.text(fn)) if fn is not None else None
+        listed = [a for a in args.named_children if a.type != "comment"]
+        if spec is None or spec.queue_arg >= len(listed) or listed[spec.queue_arg] != arg:
+            return None
+        src = chunk.source
+        line = chunk.line_of(fn)
+        scope = scope_of(chunk, call)
+        return QueueUse(
+            call=spec.name, queue=name, arg=spec.queue_arg, path=src.rel, line=line,
+            col=chunk.col_of(fn), end_col=chunk.end_col_of(fn),
+            step=Step(src.rel, line, src.line_text(line).strip(),
+                      f"{spec.name}() on {name} (argument {spec.queue_arg + 1})"),
+            function=scope.name if scope.kind == "function" else "",
+            suppressed=self._suppressed(src, line))
+
     def _argument(self, args, i, scope: Scope, spread, line, src):
         """The value of argument i of a call; inside a variadic macro whose __VA_ARGS__ covers
         it, the macro's own parameter at the matching position."""
@@ -424,16 +485,23 @@ class Engine:
 
     def context(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None) -> CheckContext:
         bits = bits or self._bits()
+        header = self.index.source(api_header or self.api_header)
+        text = header.data if header is not None else b""
+        declared = frozenset(n for n in api.DEPRECATED_SYSTEM_QUEUES.values()
+                             if re.search(rb"\b" + n.encode() + rb"\b", text))
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
                             has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
-                            ncpus=self.ncpus, max_cpus=self.max_cpus)
+                            ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared)
 
     def run(self) -> Report:
+        for name in api.DEPRECATED_SYSTEM_QUEUES:
+            self.index.occurrences(name)  # searched with the first round of sites()
         sites = self.sites()
         # Kept for review, which compares each queue's flags before and after a series.
         self.judged_sites = [s for s in sites if self.in_targets(s.path)]
         self.check_context = self.context()
-        findings = [self._with_call_sha(f) for f in judge(self.judged_sites, self.check_context)]
+        uses = self._queue_uses()
+        findings = [self._with_call_sha(f) for f in judge(self.judged_sites + uses, self.check_context)]
         errors = list(self.errors) + list(self.index.errors)
         for rel, problem in sorted(self.index.bad.items()):
             if self.in_targets(rel):

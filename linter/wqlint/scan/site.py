@@ -44,6 +44,26 @@ def paths(site: Site) -> list:
             for _, (f, m) in cases((site.flags, site.max_active), keys=shared)]
 
 
+@dataclass
+class QueueUse:
+    """The second kind of site: a name the API lists (api.DEPRECATED_SYSTEM_QUEUES) passed as
+    the queue argument of a call that takes a queue (api.QUEUE_CALLS). Judged by the rules
+    that READ "queue"."""
+
+    call: str  # the function called: queue_work, flush_workqueue...
+    queue: str  # the name passed
+    arg: int  # the index of the queue argument
+    path: str
+    line: int  # of the called name (where the fixer finds the call)
+    col: int
+    end_col: int
+    step: object  # the Step showing the call
+    function: str = ""  # the function the call is in
+    suppressed: frozenset = frozenset()
+    only: Optional[frozenset] = None
+    skip: frozenset = frozenset()
+
+
 @dataclass(frozen=True)
 class FlagBits:
     """WQ_* values as the scanned tree defines them (0 when it does not)."""
@@ -194,3 +214,8 @@ class CheckContext:
     api_header: Optional[str]  # where alloc_workqueue() is declared: the API's own values
     ncpus: int = 96  # the machine the messages describe
     max_cpus: int = 512  # the largest machine max-active-over-limit considers
+    declared: frozenset = frozenset()  # the API header's names of interest (system queues)
+
+    def defines(self, symbol: str) -> bool:
+        """Does the tree's include/linux/workqueue.h define or declare symbol?"""
+        return self.has_percpu if symbol == "WQ_PERCPU" else symbol in self.declared

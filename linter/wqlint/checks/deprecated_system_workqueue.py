@@ -1,0 +1,28 @@
+"""deprecated-system-workqueue: system_wq or system_unbound_wq handed to a queueing call.
+
+The engine collects the uses (QueueUse: a name the API lists in DEPRECATED_SYSTEM_QUEUES
+as the queue argument of a call in QUEUE_CALLS); this rule judges them where the tree
+declares the replacement."""
+from __future__ import annotations
+
+from wqlint import api
+from wqlint.checks.common import applies, use_finding
+from wqlint.scan.site import CheckContext, QueueUse
+
+RULE = "deprecated-system-workqueue"
+READS = frozenset({"queue"})
+
+
+def check(use: QueueUse, ctx: CheckContext) -> list:
+    if not isinstance(use, QueueUse) or not applies(use, ctx, RULE):
+        return []
+    new = api.DEPRECATED_SYSTEM_QUEUES.get(use.queue)
+    if new is None or new not in ctx.declared:
+        return []
+    call = api.QUEUE_CALLS_BY_NAME[use.call]
+    parts = [f"{use.queue} -> {new}"]
+    if not call.queues:
+        parts.append(f"{use.call}() queues nothing, so it does not warn, but {use.queue} is to be removed")
+    migration = f"Pass {new}: a queue made with the same flags and max_active, under the name that stays."
+    return [use_finding(use, ctx, RULE, "; ".join(parts), migration,
+                        hints=frozenset({f"queue-arg={use.arg}"}))]
