@@ -232,11 +232,6 @@ def builtin_header(version: Version) -> bytes:
             "\tWQ_UNBOUND_MAX_ACTIVE = WQ_MAX_ACTIVE,",
             "\tWQ_DFL_ACTIVE = WQ_MAX_ACTIVE / 2,",
             "\tWQ_DFL_MIN_ACTIVE = 8,", "};", ""]
-    out += ["extern struct workqueue_struct *system_wq;",
-            "extern struct workqueue_struct *system_unbound_wq;"]
-    if has_system_queue_replacements(version):
-        out += [f"extern struct workqueue_struct *{n};" for n in DEPRECATED_SYSTEM_QUEUES.values()]
-    out.append("")
     if has_alloc_hooks(version):
         out += ["struct workqueue_struct *",
                 "alloc_workqueue_noprof(const char *fmt, unsigned int flags, int max_active, ...);",
@@ -269,4 +264,10 @@ def builtin_header(version: Version) -> bytes:
             f"\talloc_workqueue(\"%s\", {legacy} | WQ_FREEZABLE | WQ_UNBOUND | WQ_MEM_RECLAIM, 1, (name))",
             "#define create_singlethread_workqueue(name) \\",
             f"\talloc_ordered_workqueue(\"%s\", {legacy} | WQ_MEM_RECLAIM, name)", ""]
+    # The system queues last, so that the lines above keep their numbers in chains.
+    out += ["extern struct workqueue_struct *system_wq;",
+            "extern struct workqueue_struct *system_unbound_wq;"]
+    if has_system_queue_replacements(version):
+        out += [f"extern struct workqueue_struct *{n};" for n in DEPRECATED_SYSTEM_QUEUES.values()]
+    out.append("")
     return "\n".join(out).encode()
