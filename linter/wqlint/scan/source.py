@@ -79,16 +79,24 @@ class Chunk:
 class SourceFile:
     rel: str  # path relative to the tree root, '/' separators
     data: bytes
-    _starts: list = field(default_factory=list)
     _chunks: dict = field(default_factory=dict)
     _closers: Optional[list] = None
+    _line_starts: Optional[list] = None
 
     def __post_init__(self):
-        lengths = [len(line) + 1 for line in self.data.split(b"\n")]
-        starts = [0]
-        starts.extend(itertools.accumulate(lengths[:-1]))
-        self._starts = starts
         self._words: dict = {}
+
+    @property
+    def _starts(self) -> list:
+        """Offsets of the lines' first bytes, computed when first needed: most files are read
+        only to learn that a name does not occur in them."""
+        starts = self._line_starts
+        if starts is None:
+            starts = [0]
+            starts.extend(itertools.accumulate(map((1).__add__, map(len, self.data.split(b"\n")))))
+            starts.pop()
+            self._line_starts = starts
+        return starts
 
     def word_lines(self, name: str) -> list:
         """Lines where name occurs as a whole word (cached)."""
