@@ -20,6 +20,19 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CACHE = Path(os.environ.get("WQLINT_CACHE", Path.home() / ".cache" / "wqlint"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_home(tmp_path_factory):
+    """wqlint keeps a per-tree index in $XDG_CACHE_HOME/wqlint (wqlint.scan.store): the tests
+    get a cache directory of their own, so they neither read nor fill the user's."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 def unpacked_kernel(series: str) -> Path:
     """The tree of Debian's linux-source-SERIES, unpacked once into the cache."""
     tree = CACHE / "trees" / f"linux-source-{series}"

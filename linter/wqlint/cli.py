@@ -137,8 +137,11 @@ def main():
 @_analysis_options
 @_kernel_tree_option
 @click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
 @_guarded("paths")
-def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, kernel_tree, progress):
+def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, kernel_tree, progress,
+         cache):
     """Scan PATHS (files or directories of a kernel tree) and report findings.
 
     Exit status: 0 clean, 1 findings, 2 usage or catalogue error, 3 some input could not be
@@ -158,7 +161,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     if engine == "coccinelle":
         report = _coccinelle(list(paths), cat, jobs, kernel_version, kernel)
     else:
-        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel)
+        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel, cache)
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
     _emit(FORMATS[fmt](report, cat), output, report)
@@ -274,8 +277,10 @@ def rules_cmd(markdown, rules_path):
 @_analysis_options
 @_guarded("patches", "git_range")
 @_kernel_tree_option
+@click.option("--cache/--no-cache", default=True, show_default=True,
+              help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
 def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, kernel_version, cpus, max_cpus,
-           rules_path, kernel_tree):
+           rules_path, kernel_tree, cache):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
 
@@ -305,7 +310,7 @@ def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, ke
         result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
                                    kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
                                    show_all=show_all, base_reader=reader,
-                                   kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []))
+                                   kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []), cache=cache)
     except (mail.MailError, review_mod.ReviewError) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)
@@ -344,13 +349,13 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
 
 
-def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None):
+def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=False):
     """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
     from wqlint.scan.engine import UsageError, scan as ts_scan
 
     try:
         return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
-                       ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel)
+                       ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel, cache=cache)
     except UsageError as exc:
         _path_error(exc)
 

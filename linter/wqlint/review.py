@@ -404,7 +404,8 @@ def git_series(tree: str, revs: str) -> tuple:
 
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
            kernel_version: Optional[tuple] = None, ncpus: int = 96, max_cpus: int = 512,
-           show_all: bool = False, base_reader=None, kernel_tree=None) -> Review:
+           show_all: bool = False, base_reader=None, kernel_tree=None, cache: bool = False) -> Review:
+    """cache: use (and update) the index of the tree kept between runs (wqlint.scan.store)."""
     opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus,
                 kernel_tree=kernel_tree)
     treepath = Path(os.path.abspath(tree)) if tree else None
@@ -433,6 +434,9 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     prefix = ""
     if treepath is not None:
         root = find_root([treepath])
+        if cache and kernel_tree is None:  # one index for both sides, written once at the end
+            from wqlint.scan.engine import open_store
+            opts["store"] = open_store(root)
         prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
         overlay = {prefix + p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         added = {prefix + p: lines for p, lines in added.items()}
@@ -454,11 +458,14 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         after_engine = Engine([root], catalogue, files=Overlay(root, overlay), **opts)
         for engine in (before_engine, after_engine):  # two at once: share the cores
             engine.index.jobs = max(1, jobs // 2)
+            engine.save_store = False
         # Most of a review is waiting for searches of the tree: run both sides at once.
         with ThreadPoolExecutor(2) as pool:
             before_job = pool.submit(before_engine.run)
             after = after_engine.run()
             before = before_job.result()
+        if opts.get("store") is not None and not before_engine.index.errors and not after_engine.index.errors:
+            opts["store"].save()
         result.root = str(root)
     else:
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}

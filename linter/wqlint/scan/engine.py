@@ -19,7 +19,7 @@ from wqlint import api, checks, kversion
 from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
 from wqlint.scan.cpp import Decider
-from wqlint.scan.index import BUILTIN_HEADER_REL, TreeIndex
+from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, QueueUse, Site
@@ -94,9 +94,13 @@ class Engine:
     def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
                  ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
                  focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None,
-                 kernel_tree=None, files=None):
+                 kernel_tree=None, files=None, store=None):
         """files: how the tree's files are read (scan.index.TreeFiles; an Overlay for a
-        review: the tree as a patch series makes it)."""
+        review: the tree as a patch series makes it).
+
+        store: True for the index kept between runs in the user's cache directory
+        (wqlint.scan.store), a Store already opened for this tree, or None. Not used with a
+        separate kernel tree (kernel_tree), whose files it does not follow."""
         self.catalogue = catalogue
         self.jobs = jobs
         # Files whose changes are of interest (review): only allocations in their subsystems
@@ -157,8 +161,14 @@ class Engine:
             where = self.kernel.describe() if self.kernel is not None else self.root / "Makefile"
             self.notes.append(f"no kernel version in {where}: assuming "
                               f"{kversion.show(self.version)} semantics (use --kernel-version)")
+        if self.kernel is not None:
+            store = None
+        elif store is True:
+            store = open_store(self.root)
+        self.store = store
+        self.save_store = True  # write the store when the analysis is done
         self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded, kernel=self.kernel,
-                               files=files)
+                               files=files, store=store)
         self.resolver = Resolver(self.index)
         self.cpp = self.resolver.cpp = Decider(self.index, self.version)
         self.ncpus, self.max_cpus = ncpus, max_cpus
@@ -493,27 +503,78 @@ class Engine:
                             has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
                             ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared)
 
-    def run(self) -> Report:
+    def analysis(self) -> dict:
+        """The sites of the paths, resolved but not judged, and what they came from: sites,
+        uses (QueueUse), bits (FlagBits), bad and parse_errors ({rel: problem}), errors
+        (InputError of the tree search), files_scanned, read ({rel: digest of the bytes, or
+        None without a store}), call_sha. Taken from the store when nothing they depend on
+        changed since they were kept."""
+        key = self._scan_key()
+        kept = self.store.scans.get(key) if key is not None and not self.store.dirty else None
+        if kept is not None:
+            self._check_named_files()
+            return kept
         for name in api.DEPRECATED_SYSTEM_QUEUES:
             self.index.occurrences(name)  # searched with the first round of sites()
         sites = self.sites()
-        # Kept for review, which compares each queue's flags before and after a series.
-        self.judged_sites = [s for s in sites if self.in_targets(s.path)]
-        self.check_context = self.context()
+        bits = self._bits()
         uses = self._queue_uses()
-        findings = [self._with_call_sha(f) for f in judge(self.judged_sites + uses, self.check_context)]
-        errors = list(self.errors) + list(self.index.errors)
-        for rel, problem in sorted(self.index.bad.items()):
+        read = {rel: None for rel in self.index.files if not rel.startswith("<")}
+        read.update((rel, None) for rel in self.index.bad)
+        if self.store is not None:
+            from wqlint.scan.store import digest
+            for rel in read:
+                src = self.index.files.get(rel)
+                if src is not None:
+                    read[rel] = digest(src.data)
+                else:
+                    try:
+                        read[rel] = digest((self.root / rel).read_bytes())
+                    except OSError:
+                        read[rel] = b""
+        result = {"sites": sites, "uses": uses, "bits": bits, "bad": dict(self.index.bad),
+                  "errors": list(self.index.errors), "parse_errors": dict(self._parse_errors),
+                  "files_scanned": len(self.index.files), "read": read}
+        if self.store is not None and not self.index.errors:
+            if key is not None:
+                if self.store.dirty:
+                    self.store.scans.clear()  # resolved from answers that have changed since
+                    self.store.dirty = False
+                self.store.scans[key] = result
+            if self.save_store:
+                self.store.save()
+        return result
+
+    def run(self) -> Report:
+        got = self.analysis()
+        # Kept for review, which compares each queue's flags before and after a series.
+        self.judged_sites = [s for s in got["sites"] if self.in_targets(s.path)]
+        self.check_context = self.context(got["bits"])
+        findings = [self._with_call_sha(f) for f in judge(self.judged_sites + got["uses"], self.check_context)]
+        errors = list(self.errors) + list(got["errors"])
+        for rel, problem in sorted(got["bad"].items()):
             if self.in_targets(rel):
                 errors.append(InputError(rel, problem))
-        for rel, problem in sorted(self._parse_errors.items()):
+        for rel, problem in sorted(got["parse_errors"].items()):
             if self.in_targets(rel):
                 errors.append(InputError(rel, problem))
         report = Report(root=str(self.root), findings=findings, errors=_unique(errors), notes=self.notes,
                         kernel_version=self.version, kernel_version_source=self.version_source,
-                        files_scanned=len(self.index.files))
+                        files_scanned=got["files_scanned"])
         report.grep_rounds = self.index.grep_rounds
         return report
+
+    def _scan_key(self):
+        """Under which key a scan's sites are kept in the store; None when they are not (no
+        store, or files in memory: a review's patched files, a checker's unit). wqlint's own
+        description of the API follows the kernel version: its digest is part of the key."""
+        if self.store is None or self.focus is not None or self.index.preloaded \
+                or any(not rel.startswith("<") for rel in self.index.extra) \
+                or type(self.index.tree_files) is not TreeFiles:
+            return None
+        from wqlint.scan.store import digest
+        own = tuple(sorted((rel, digest(data)) for rel, data in self.index.extra.items()))
+        return ("scan", tuple(sorted(self.targets)), self.api_header, own)
 
     def _with_call_sha(self, f):
         src = self.index.source(f.path)
@@ -604,7 +665,13 @@ def _unique(errors):
     return out
 
 
+def open_store(root: Path):
+    """The index of root kept between runs, brought up to date with the tree."""
+    from wqlint.scan.store import Store
+    return Store(root).open()
+
+
 def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None,
-         kernel_tree=None) -> Report:
+         kernel_tree=None, cache=False) -> Report:
     return Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress,
-                  kernel_tree=kernel_tree).run()
+                  kernel_tree=kernel_tree, store=True if cache else None).run()

@@ -21,6 +21,14 @@ from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, read_source, relpath
 
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# The tree search is for plain strings, at most SEARCH_CHUNK per pass; which lines name a
+# token as a word, or may define it, is decided in Python. ripgrep 13's word (-w) and regex
+# matching cost about ten times its literal search on a kernel tree (3.6 s of CPU against
+# 0.3 s for three names), and so does a literal search of 18 strings or more against 17,
+# more than a second pass over the files (0.7 s). The answer is then also the same whatever
+# was searched with it, which lets the index kept between runs (store.py) update it file by
+# file.
+SEARCH_CHUNK = 16
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
@@ -108,7 +116,7 @@ class Overlay(TreeFiles):
 class TreeIndex:
     def __init__(self, root: Path, jobs: int = 1, extra_files: Optional[dict] = None,
                  exclude: tuple = (), preloaded: Optional[dict] = None, kernel=None,
-                 files: Optional[TreeFiles] = None):
+                 files: Optional[TreeFiles] = None, store=None):
         self.root = root
         self.tree_files = files or TreeFiles(root)  # how files of the tree are read
         # The kernel a module builds for (scan.kerneltree.KernelTree), or None: its shared
@@ -123,6 +131,8 @@ class TreeIndex:
         self.misses = 0  # lookups answered 'not yet': results built on them are provisional
         self.errors: list = []  # InputError from walking the tree
         self.extra = dict(extra_files or {})  # rel -> bytes, searched like tree files
+        # The index kept between runs (wqlint.scan.store.Store): answers searched before.
+        self.store = store
         # rel -> bytes of files that are on disk (and searched there) but already in memory,
         # read without the size limit: a preprocessed translation unit (wqlint check).
         self.preloaded = dict(preloaded or {})
@@ -209,15 +219,69 @@ class TreeIndex:
         if defs:
             where = self.definition_scope(near)
             covered = self._def_cover.get(token, set())
-            if found is None or not where <= covered:
+            if (found is None or not where <= covered) and self._from_store(key, where):
+                found = self.fetched.get(key)
+                covered = self._def_cover.get(token, set())
+            if found is None or not (where <= covered or "" in covered):
                 self._def_want.setdefault(token, set()).update(where)
                 self.pending.add(key)
                 self.misses += 1
                 return None
+        elif found is None and self._from_store(key, None):
+            found = self.fetched[key]
         elif found is None:
             self.pending.add(key)
             self.misses += 1
         return found
+
+    def _from_store(self, key, where) -> bool:
+        """Take the answer for key from the index kept between runs, if it has one."""
+        if self.store is None:
+            return False
+        got = self.store.answer(key, where)
+        if got is None:
+            return False
+        self._take(key, got, self.store.cover.get(key[1], {""}) if where is not None else None)
+        lines = self.store.lines
+        for rel, line in got:
+            if not self._shadowed(rel):
+                content = lines.get((rel, line))
+                if content is not None:
+                    self._lines[(rel, line)] = content
+                problem = self.store.bad.get(rel)
+                if problem:
+                    self.bad.setdefault(rel, problem)
+        return True
+
+    def _take(self, key, disk: list, scopes) -> None:
+        """Make the answer to key what the tree's files say (disk, [(rel, line)]), with the
+        files in memory (`extra`) in place of theirs on disk."""
+        token = key[1] if scopes is not None else key
+        occ = [o for o in disk if not self._shadowed(o[0])]
+        occ.extend(self._extra_occurrences(token, scopes is not None))
+        if scopes is not None:
+            old = self.fetched.get(key, [])
+            self.fetched[key] = sorted(set(old) | set(occ))
+            self._def_cover.setdefault(token, set()).update(scopes)
+        else:
+            self.fetched[key] = sorted(occ)
+
+    def _shadowed(self, rel: str) -> bool:
+        """Do the lines of rel on disk not count (the file is held in memory, replaced or
+        deleted by an overlay)? The store keeps the disk's answers; the index leaves these out."""
+        return rel in self.extra or self.tree_files.replaced(rel)
+
+    def _extra_occurrences(self, token: str, defs: bool) -> list:
+        """Occurrences in the files searched in memory, not on disk."""
+        out = []
+        wanted = token.encode()
+        for rel, data in {**self.extra, **self.tree_files.in_memory()}.items():
+            if wanted not in data:
+                continue
+            for lineno, content in enumerate(data.split(b"\n"), 1):
+                if wanted in set(_IDENT_RE.findall(content)) and (not defs or defines(token, content)):
+                    out.append((rel, lineno))
+        return out
 
     def definition_scope(self, near: Optional[str]) -> set:
         """Where a name used in file near can be defined so that resolution accepts it (see
@@ -265,41 +329,42 @@ class TreeIndex:
         self.grep_rounds += 1
         results = {t: [] for t in tokens}
         wanted = {t.encode() for t in tokens}
-        regex = definition_regex(tokens) if defs else None
+        regex = None  # the plain strings: see SEARCH_CHUNK
         paths = None
+        want = {""}
         if defs:
             want = set()
             for t in tokens:
                 want |= self._def_want.pop(t, set())
             paths = self._search_paths(want)
-        hits = self._grep(tokens, regex, None if paths is None else
-                          [p for p in paths if not p.startswith(KERNEL_PREFIX)])
-        if self.kernel is not None:
-            hits = list(hits) + self._grep_kernel(tokens, regex, paths)
-        for rel, line, content in hits:
-            if self.tree_files.replaced(rel):
-                continue  # searched in memory below
+            if paths is None or "" in want:
+                want = {""}
+        hits = {}
+        for i in range(0, len(tokens), SEARCH_CHUNK):
+            chunk = tokens[i:i + SEARCH_CHUNK]
+            found = self._grep(chunk, regex, None if paths is None else
+                               [p for p in paths if not p.startswith(KERNEL_PREFIX)])
+            if self.kernel is not None:
+                found = list(found) + self._grep_kernel(chunk, regex, paths)
+            for rel, line, content in found:
+                hits[(rel, line)] = content
+        lines = {}
+        for (rel, line), content in hits.items():
             for ident in set(_IDENT_RE.findall(content)) & wanted:
-                results[ident.decode()].append((rel, line))
-            self._lines[(rel, line)] = content
-        local = re.compile(regex.encode()) if defs else None
-        for rel, data in {**self.extra, **self.tree_files.in_memory()}.items():
-            for lineno, content in enumerate(data.split(b"\n"), 1):
-                if local is not None and not local.search(content):
+                # A line can name a token without defining it: keep it for a definition only
+                # when it may define that name (the same answer whatever was searched with it).
+                if defs and not defines(ident.decode(), content):
                     continue
-                for ident in set(_IDENT_RE.findall(content)) & wanted:
-                    results[ident.decode()].append((rel, lineno))
+                results[ident.decode()].append((rel, line))
+                lines[(rel, line)] = content
+        for key, content in lines.items():
+            if not self._shadowed(key[0]):
+                self._lines[key] = content
         for token, occ in results.items():
-            if defs:
-                old = self.fetched.get(("def", token), [])
-                occ = sorted(set(old) | set(occ))
-                self._def_cover.setdefault(token, set()).update(want if paths is not None else {""})
-                if paths is None or "" in want:
-                    self._def_cover[token].add("")
-                self.fetched[("def", token)] = occ
-            else:
-                occ.sort()
-                self.fetched[token] = occ
+            key = ("def", token) if defs else token
+            if self.store is not None:
+                self.store.record(key, occ, {o: lines[o] for o in occ}, want if defs else None)
+            self._take(key, occ, want if defs else None)
 
     def _grep_kernel(self, tokens: list, regex: Optional[str], paths: Optional[list]) -> list:
         """Hits in the kernel's shared headers (all of them for a search of the whole tree),
@@ -398,7 +463,7 @@ class TreeIndex:
         if regex:
             args = ["grep", recurse + "nEHZ", "--include=*.c", "--include=*.h", "-e", regex]
         else:
-            args = ["grep", recurse + "nwFHZ", "--include=*.c", "--include=*.h"]
+            args = ["grep", recurse + "nFHZ", "--include=*.c", "--include=*.h"]
             for t in tokens:
                 args += ["-e", t]
         env = dict(os.environ, LC_ALL="C")
@@ -441,7 +506,7 @@ class TreeIndex:
         if regex:
             args += ["-e", "(?-u)" + regex]  # ASCII \b and \s: several times faster
         else:
-            args += ["-wF"]
+            args += ["-F"]
             for t in tokens:
                 args += ["-e", t]
         proc = subprocess.run(args + ["--"] + (paths if paths is not None else ["."]), cwd=root,
@@ -511,6 +576,17 @@ class TreeIndex:
 def _clean(name: bytes) -> str:
     rel = os.fsdecode(name)
     return rel[2:] if rel.startswith("./") else rel
+
+
+_DEFINES: dict = {}
+
+
+def defines(token: str, content: bytes) -> bool:
+    """May this line define token (definition_regex for that name alone)?"""
+    rx = _DEFINES.get(token)
+    if rx is None:
+        rx = _DEFINES[token] = re.compile(definition_regex([token]).encode())
+    return rx.search(content) is not None
 
 
 def definition_regex(tokens: list) -> str:
