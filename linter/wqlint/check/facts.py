@@ -4,8 +4,10 @@ A checker sees one translation unit: the checked file and the headers it include
 configuration makes them. What other .c files contribute is not in it: a struct field assigned
 in another file (fs/btrfs/scrub.c reads fs_info->thread_pool_size, fs/btrfs/disk-io.c sets it)
 or a wrapper of alloc_workqueue() defined in another file. Those facts come from the same
-analysis as `wqlint scan`: the engine is run over the whole source tree once, and every
-allocation site it resolves is kept, by file, with its flags and max_active as symbolic values.
+analysis as `wqlint scan`, through the same per-tree index in the user's cache directory
+(wqlint.scan.store: a tree already scanned, or built before, is not searched again): the
+engine is run over the whole source tree once, and every allocation site it resolves is
+kept, by file, with its flags and max_active as symbolic values.
 `wqlint check` then takes, for a call it cannot resolve from the unit alone, what the tree
 analysis found at the same place (the original path and line of the call).
 
@@ -288,8 +290,11 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     delay = os.environ.get("WQLINT_TEST_FACTS_DELAY")  # tests: make concurrent checkers wait
     if delay:
         time.sleep(float(delay))
-    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1)
-    sites = engine.sites()
+    # The same analysis as `wqlint scan` of the whole tree, through the same per-tree index
+    # (wqlint.scan.store): after a scan, or another build of the same tree, it is reused.
+    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=True)
+    analysis = engine.analysis()
+    sites = analysis["sites"]
     by_file: dict = {}
     wrappers = set()
     for site in sites:
@@ -300,7 +305,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
         if site.entry not in ENGINE_SINKS:
             wrappers.add(site.entry)
     base = root
-    read = {rel for rel in list(engine.index.files) + list(engine.index.bad) if not rel.startswith("<")}
+    read = {rel for rel in analysis["read"] if not rel.startswith("<")}
     if checked:
         rel = os.path.relpath(os.path.realpath(checked), base)
         if not rel.startswith(".."):
