@@ -532,9 +532,16 @@ class Engine:
                         read[rel] = digest((self.root / rel).read_bytes())
                     except OSError:
                         read[rel] = b""
+        # The digest of each reported call's text (Finding.call_sha), from the files in memory
+        # now: a scan taken from the store then reads none of them again.
+        call_sha = {}
+        for s in list(sites) + list(uses):
+            src = self.index.files.get(s.path)
+            if src is not None and self.in_targets(s.path) and (s.path, s.line, s.col) not in call_sha:
+                call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
         result = {"sites": sites, "uses": uses, "bits": bits, "bad": dict(self.index.bad),
                   "errors": list(self.index.errors), "parse_errors": dict(self._parse_errors),
-                  "files_scanned": len(self.index.files), "read": read}
+                  "files_scanned": len(self.index.files), "read": read, "call_sha": call_sha}
         if self.store is not None and not self.index.errors:
             if key is not None:
                 if self.store.dirty:
@@ -550,7 +557,9 @@ class Engine:
         # Kept for review, which compares each queue's flags before and after a series.
         self.judged_sites = [s for s in got["sites"] if self.in_targets(s.path)]
         self.check_context = self.context(got["bits"])
-        findings = [self._with_call_sha(f) for f in judge(self.judged_sites + got["uses"], self.check_context)]
+        shas = got.get("call_sha", {})
+        findings = [self._with_call_sha(f, shas)
+                    for f in judge(self.judged_sites + got["uses"], self.check_context)]
         errors = list(self.errors) + list(got["errors"])
         for rel, problem in sorted(got["bad"].items()):
             if self.in_targets(rel):
@@ -576,9 +585,11 @@ class Engine:
         own = tuple(sorted((rel, digest(data)) for rel, data in self.index.extra.items()))
         return ("scan", tuple(sorted(self.targets)), self.api_header, own)
 
-    def _with_call_sha(self, f):
-        src = self.index.source(f.path)
-        digest = call_digest(src, f.line, f.col) if src is not None else ""
+    def _with_call_sha(self, f, known: Optional[dict] = None):
+        digest = (known or {}).get((f.path, f.line, f.col))
+        if digest is None:
+            src = self.index.source(f.path)
+            digest = call_digest(src, f.line, f.col) if src is not None else ""
         return dataclasses.replace(f, call_sha=digest) if digest else f
 
     def _warm_bits(self) -> None:
