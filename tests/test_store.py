@@ -273,6 +273,26 @@ def test_review_after_an_edit_does_not_keep_a_stale_scan(tree, cat):
     assert cpu_findings(got) == []
 
 
+
+def test_review_of_a_shared_header_keeps_no_patched_scan(tree, cat):
+    """A change under include/ is reviewed against the whole tree (no focus): the scan of the
+    patched tree must not be kept as the tree's."""
+    from wqlint import mail, review
+    write(tree, "include/linux/foo_defs.h", "#define FOO_THREADS 4\n")
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "FOO_THREADS"))
+    first, _ = both(tree, cat)
+    assert cpu_findings(first) == []
+    patch = ("From: a <a@b>\nSubject: [PATCH] foo: a thread per CPU\n\n---\n"
+             "diff --git a/include/linux/foo_defs.h b/include/linux/foo_defs.h\n"
+             "--- a/include/linux/foo_defs.h\n+++ b/include/linux/foo_defs.h\n"
+             "@@ -1 +1 @@\n-#define FOO_THREADS 4\n+#define FOO_THREADS num_online_cpus()\n")
+    got = review.review(mail.parse_series(patch.encode(), "p.patch"), cat, tree=str(tree), cache=True)
+    assert [(c.path, c.finding.rule_id) for c in got.comments] == \
+        [("include/linux/foo_defs.h", "unbound-max-active-cpu-count")]
+    again, _ = both(tree, cat)
+    assert cpu_findings(again) == []
+
+
 @pytest.mark.kernel
 def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, tmp_path):
     """The JSON of a whole-tree scan: without the index, building it, and reusing it."""
