@@ -90,3 +90,29 @@ def test_by_version_is_loaded_strictly(tmp_path):
         '      - versions: "<7.2"\n', 1))
     result = run("rules", "--rules", bad)
     assert result.exit_code == 2 and "give a severity, a message or both" in result.stderr
+
+
+def test_v7_messages_state_the_2048_cap_and_the_cache_shard_pods():
+    doc, _ = scan_json(FIXTURES / "mainline" / "drivers" / "big", "--kernel-version", "7.3")
+    got = {(f["line"], f["rule"]): f for f in doc["findings"]}
+    assert sorted(got) == [(12, "max-active-over-limit"), (12, "unbound-max-active-cpu-count"),
+                           (14, "max-active-over-limit"), (14, "percpu-max-active-cpu-count")]
+    assert got[12, "unbound-max-active-cpu-count"]["message"].endswith(
+        "with 96 CPUs up to 2048 in-flight items (max_active 6144 is clamped to WQ_MAX_ACTIVE, "
+        "2048 on v7.3, with a pr_warn at allocation))")
+    assert ("workqueue_set_pod_max_active(); the default scope is cache_shard since v7.1 "
+            "(4cdc8a7389d5): pods of up to workqueue.cache_shard_size cores, 8 by default, within "
+            "one last-level cache)") in got[12, "unbound-max-active-cpu-count"]["migration"]
+    assert got[12, "max-active-over-limit"]["message"].endswith(
+        "(from 33 CPUs on it is 2112, over WQ_MAX_ACTIVE (2048) on v7.3: the queue gets 2048)")
+    assert [s["line"] for s in got[12, "max-active-over-limit"]["chain"]] == [12, 9, 9]
+    assert ("with 96 CPUs max_active = 3076, up to 96 x 2048 = 196608 in-flight items (max_active "
+            "3076 is clamped to WQ_MAX_ACTIVE, 2048 on v7.3, with a pr_warn at allocation)"
+            ) in got[14, "percpu-max-active-cpu-count"]["message"]
+    assert got[14, "max-active-over-limit"]["message"].endswith(
+        "(from 64 CPUs on it is 2052, over WQ_MAX_ACTIVE (2048) on v7.3: the queue gets 2048)")
+    # v6.12: 512, and no cache_shard.
+    doc, _ = scan_json(FIXTURES / "mainline" / "drivers" / "big", "--kernel-version", "6.12")
+    f = next(f for f in doc["findings"] if f["rule"] == "unbound-max-active-cpu-count")
+    assert "up to 512 in-flight items (max_active 6144 is clamped to WQ_MAX_ACTIVE, 512 on v6.12" in f["message"]
+    assert "cache_shard" not in f["migration"]

@@ -168,6 +168,16 @@ def wq_max_active(version: Version) -> int:
     return 2048 if version[:2] >= (6, 13) else 512
 
 
+def max_active_limit(version: Version, unbound: bool, ncpus: int) -> int:
+    """What wq_clamp_max_active() clamps max_active to (with a pr_warn "out of range,
+    clamping"): WQ_MAX_ACTIVE, and for an unbound queue before v6.6 WQ_UNBOUND_MAX_ACTIVE,
+    max(WQ_MAX_ACTIVE, 4 * num_possible_cpus())."""
+    limit = wq_max_active(version)
+    if unbound and unbound_scope(version) == "node":
+        return max(limit, 4 * ncpus)
+    return limit
+
+
 def wq_name_len(version: Version) -> int:
     """WQ_NAME_LEN of kernel/workqueue.c (a name keeps WQ_NAME_LEN - 1 characters): 24 in
     v6.1, 32 in v6.12 and later. The scanned tree's own kernel/workqueue.c wins; this stands

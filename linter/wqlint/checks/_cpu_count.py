@@ -33,21 +33,29 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
     all_values, _ = evaluate(site.max_active, n)
     ver = kversion.show(ctx.version)
     parts = []
+    unbound = rule_id == UNBOUND
+    # What the kernel keeps of max_active: it clamps to WQ_MAX_ACTIVE (2048 since v6.13; an
+    # unbound queue's WQ_UNBOUND_MAX_ACTIVE before v6.6) with a pr_warn at allocation.
+    cap = api.max_active_limit(ctx.version, unbound, n)
+    kept = min(at_n, cap) if at_n is not None else None
+    clamped = (f" (max_active {at_n} is clamped to WQ_MAX_ACTIVE, {cap} on {ver}, with a pr_warn "
+               f"at allocation)") if at_n is not None and at_n > cap else ""
     if rule_id == PERCPU:
         if at_n is not None:
             parts.append(f"per-CPU queue: max_active is per CPU on every kernel; with {n} CPUs "
-                         f"max_active = {at_n}, up to {n} x {at_n} = {n * at_n} in-flight items")
+                         f"max_active = {at_n}, up to {n} x {kept} = {n * kept} in-flight items{clamped}")
     else:
         scope = api.unbound_scope(ctx.version)
         if scope == "node":
             parts.append(f"on {ver} max_active of an unbound queue is per NUMA node")
             if at_n is not None:
                 parts.append(f"with {n} CPUs max_active = {at_n} on each node, "
-                             f"{2 * at_n} in flight on a 2-node machine")
+                             f"{2 * kept} in flight on a 2-node machine{clamped}")
         elif scope == "cpu":
             parts.append(f"on {ver} max_active of an unbound queue is per CPU (636b927eba5b)")
             if at_n is not None:
-                parts.append(f"with {n} CPUs max_active = {at_n}, up to {n} x {at_n} = {n * at_n} in-flight items")
+                parts.append(f"with {n} CPUs max_active = {at_n}, up to {n} x {kept} = {n * kept} "
+                             f"in-flight items{clamped}")
         else:
             if origin.static_max is not None:
                 parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919); "
@@ -56,7 +64,7 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
                 parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919) "
                              f"but fixed at the {origin.kind} seen at allocation, not updated on CPU hotplug")
             if at_n is not None:
-                parts.append(f"with {n} CPUs up to {at_n} in-flight items")
+                parts.append(f"with {n} CPUs up to {kept} in-flight items{clamped}")
         if info.unbound == "some":
             parts.append("flags are conditional: WQ_UNBOUND in some configurations")
         elif info.unbound == "unknown":
@@ -75,9 +83,17 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
         migration = ("State what is meant: a system-wide limit relative to the online CPUs that "
                      "follows hotplug (workqueue_set_global_max_active_cpus()), a fixed system-wide "
                      "limit (workqueue_set_global_max_active()), or a limit per pod of the affinity "
-                     "scope (workqueue_set_pod_max_active()); see kernel/ and "
+                     f"scope (workqueue_set_pod_max_active(){_scope_text(ctx.version)}); see kernel/ and "
                      "`wqlint explain unbound-max-active-cpu-count`.")
     else:
         migration = ("A per-CPU queue needs no CPU count: pass a small per-CPU constant (or 0 for the "
                      "default) and add WQ_PERCPU, or make the queue WQ_UNBOUND with a system-wide limit.")
     return [finding(site, ctx, rule_id, detail, chain, migration)]
+
+
+def _scope_text(version: tuple) -> str:
+    """Where the pods differ from what the reference series assumed: v7.1's cache_shard."""
+    if api.default_affinity_scope(version) == "cache_shard":
+        return ("; the default scope is cache_shard since v7.1 (4cdc8a7389d5): pods of up to "
+                "workqueue.cache_shard_size cores, 8 by default, within one last-level cache")
+    return ""

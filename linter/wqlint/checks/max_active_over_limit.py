@@ -11,10 +11,7 @@ READS = frozenset({"flags", "max_active"})
 
 
 def _limit(ctx: CheckContext, unbound: bool, ncpus: int) -> int:
-    limit = api.wq_max_active(ctx.version)
-    if unbound and api.unbound_scope(ctx.version) == "node":
-        return max(limit, 4 * ncpus)  # WQ_UNBOUND_MAX_ACTIVE before v6.6
-    return limit
+    return api.max_active_limit(ctx.version, unbound, ncpus)
 
 
 def check(site: Site, ctx: CheckContext) -> list:
@@ -48,10 +45,12 @@ def check(site: Site, ctx: CheckContext) -> list:
     values, _ = evaluate(value, lo)
     limit = _limit(ctx, unbound, lo)
     if cpu and lo > 1:
-        detail = f"from {lo} CPUs on it is {max(values)}, over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}"
+        detail = (f"from {lo} CPUs on it is {max(values)}, over WQ_MAX_ACTIVE ({limit}) on "
+                  f"{kversion.show(ctx.version)}: the queue gets {limit}")
         chain = list(site.prefix) + steps_along(cpu)
     else:
-        detail = f"{max(values)} is over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}"
+        detail = (f"{max(values)} is over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}: "
+                  f"the queue gets {limit}")
         chain = list(site.prefix)
     migration = "Bound the value with min(..., WQ_MAX_ACTIVE), or pass 0 for the default."
     return [finding(site, ctx, RULE, detail + via_text(site), chain, migration)]
