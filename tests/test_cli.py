@@ -111,6 +111,9 @@ def test_symlink_loop_named_on_the_command_line(tmp_path):
     (lambda t: t.replace("id: percpu-max-active-cpu-count", "id: unbound-max-active-cpu-count"), "duplicate rule id 'unbound-max-active-cpu-count'"),
     (lambda t: t.replace("rules:\n", "rules: [\n", 1), "not valid YAML"),
     (lambda t: t.replace('kernel-versions: ">=2.6.36"', 'kernel-versions: "soon"', 1), "kernel-versions: bad constraint 'soon'"),
+    (lambda t: t.replace('    subject: "set a global max_active for unbound workqueues"\n', "", 1), "missing key 'subject'"),
+    (lambda t: t.replace("      default: >-\n        If the work items", "      usual: >-\n        If the work items", 1),
+     "migration: the cases need a 'default'"),
 ])
 def test_broken_catalogue_names_file_and_line(tmp_path, edit, problem):
     bad = tmp_path / "rules.yaml"

@@ -212,6 +212,12 @@ def default_affinity_scope(version: Version) -> str:
     return "cache" if version[:2] >= (6, 6) else "numa"
 
 
+def ordered_sysfs_allowed(version: Version) -> bool:
+    """v7.1 (a4aa8d94f243): an ordered queue may have WQ_SYSFS (max_active read-only there);
+    before, workqueue_sysfs_register() WARN_ONs and the allocation fails."""
+    return version[:2] >= (7, 1)
+
+
 def has_alloc_hooks(version: Version) -> bool:
     """v6.17 (fda6add92438): alloc_workqueue() is an alloc_hooks() macro."""
     return version[:2] >= (6, 17)

@@ -18,7 +18,7 @@ SEVERITIES = ("error", "warning", "note")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 DOC_SECTIONS = ("what-it-does", "why-is-this-bad", "example", "use-instead", "fix-safety")
 RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", "by-version", "fix",
-             "docs", "introduced-by"}
+             "docs", "introduced-by", "migration", "subject"}
 REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol", "by-version", "introduced-by"}
 # introduced-by: what `wqlint review` says a patch did to make a finding true, by the change
 # it made to the queue: "drops FLAG", "adds FLAG" or "changes max_active".
@@ -84,6 +84,15 @@ class Rule:
     docs: dict  # section name -> text, in DOC_SECTIONS order
     fix_targets: tuple = ()  # of (target, tuple of FixCase), in FIX_TARGETS order
     introduced_by: tuple = ()  # of (change, text): {max_active}, {version} are filled in
+    migration: tuple = (("default", ""),)  # of (case, text): what a finding tells to do
+    subject: str = ""  # what a patch fixing only this rule does, for its subject line
+
+    def migration_text(self, case: str = "default", **fields) -> str:
+        """The finding's advice for case (the default when the rule has no such case);
+        {entry} and the other fields are filled in."""
+        texts = dict(self.migration)
+        text = texts.get(case, texts["default"])
+        return text.format(**fields) if fields else text
 
     def change_text(self, change: str):
         """What review says when a patch makes this rule's finding true by change, or None."""
@@ -285,6 +294,10 @@ def _rule(path, node) -> Rule:
                 raise _err(path, knode, f"introduced-by: '{key}' is not 'drops FLAG', 'adds FLAG' "
                                         f"or 'changes max_active'")
             introduced.append((key, " ".join(_string(path, vnode, f"introduced-by.{key}").split())))
+    migration = _migration(path, get("migration"))
+    subject = _string(path, get("subject"), "subject").strip()
+    if "\n" in subject or len(subject) > 60:
+        raise _err(path, get("subject"), "subject must be one line of at most 60 characters")
     requires = None
     if "requires-symbol" in entries:
         requires = _string(path, get("requires-symbol"), "requires-symbol")
@@ -298,7 +311,19 @@ def _rule(path, node) -> Rule:
         fix_targets=_fix_targets(path, fix["targets"][1]),
         introduced_by=tuple(introduced),
         by_version=_by_version(path, get("by-version")) if "by-version" in entries else (),
+        migration=migration, subject=subject,
     )
+
+
+def _migration(path, node) -> tuple:
+    """`migration: text`, or a mapping of cases to texts with a `default` case."""
+    if not isinstance(node, yaml.MappingNode):
+        return (("default", " ".join(_string(path, node, "migration").split())),)
+    cases = [(key, " ".join(_string(path, vnode, f"migration.{key}").split()))
+             for key, (_, vnode) in _mapping(path, node, "migration").items()]
+    if "default" not in dict(cases):
+        raise _err(path, node, "migration: the cases need a 'default'")
+    return tuple(cases)
 
 
 MAX_CATALOGUE_BYTES = 4 * 1024 * 1024

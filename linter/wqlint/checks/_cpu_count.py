@@ -79,21 +79,6 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
         parts.append("other assignments reach it too")
     detail = "; ".join(parts) + via_text(site)
     chain = list(site.prefix) + steps_along(path)
-    if rule_id == UNBOUND:
-        migration = ("State what is meant: a system-wide limit relative to the online CPUs that "
-                     "follows hotplug (workqueue_set_global_max_active_cpus()), a fixed system-wide "
-                     "limit (workqueue_set_global_max_active()), or a limit per pod of the affinity "
-                     f"scope (workqueue_set_pod_max_active(){_scope_text(ctx.version)}); see kernel/ and "
-                     "`wqlint explain unbound-max-active-cpu-count`.")
-    else:
-        migration = ("A per-CPU queue needs no CPU count: pass a small per-CPU constant (or 0 for the "
-                     "default) and add WQ_PERCPU, or make the queue WQ_UNBOUND with a system-wide limit.")
-    return [finding(site, ctx, rule_id, detail, chain, migration)]
-
-
-def _scope_text(version: tuple) -> str:
-    """Where the pods differ from what the reference series assumed: v7.1's cache_shard."""
-    if api.default_affinity_scope(version) == "cache_shard":
-        return ("; the default scope is cache_shard since v7.1 (4cdc8a7389d5): pods of up to "
-                "workqueue.cache_shard_size cores, 8 by default, within one last-level cache")
-    return ""
+    # On v7.1+ the pods of the per-pod limit are cache_shard's (4cdc8a7389d5).
+    case = "cache-shard" if api.default_affinity_scope(ctx.version) == "cache_shard" else "default"
+    return [finding(site, ctx, rule_id, detail, chain, case)]

@@ -7,9 +7,11 @@ from wqlint.scan.values import steps_in
 
 
 def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: list,
-            migration: str, hints: frozenset = frozenset(), role: str = "max_active") -> Finding:
-    """role: the argument the rule judges, flags or max_active (part of the identity)."""
+            case: str = "default", hints: frozenset = frozenset(), role: str = "max_active") -> Finding:
+    """case: which of the rule's migration texts in rules.yaml applies; role: the argument
+    the rule judges, flags or max_active (part of the identity)."""
     rule = ctx.catalogue[rule_id]
+    migration = rule.migration_text(case, entry=site.entry)
     text = rule.message_on(ctx.version)
     message = text if not detail else f"{text} ({detail})"
     return Finding(
@@ -47,10 +49,12 @@ def via_text(site: Site) -> str:
     return f" through {' -> '.join(n + '()' for n in site.via)}" if site.via else ""
 
 
-def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, migration: str,
-                hints: frozenset = frozenset()) -> Finding:
-    """A Finding at a QueueUse: the call that names the queue."""
+def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, case: str = "default",
+                hints: frozenset = frozenset(), **fields) -> Finding:
+    """A Finding at a QueueUse: the call that names the queue; fields fill in the rule's
+    migration text."""
     rule = ctx.catalogue[rule_id]
+    migration = rule.migration_text(case, **fields)
     text = rule.message_on(ctx.version)
     return Finding(
         rule_id=rule_id, severity=rule.severity_on(ctx.version), path=use.path, line=use.line,

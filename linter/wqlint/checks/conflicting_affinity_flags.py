@@ -30,7 +30,5 @@ def check(site: Site, ctx: CheckContext) -> list:
     both = ctx.bits.percpu | ctx.bits.unbound
     # Dropping WQ_PERCPU from a value that lacks WQ_UNBOUND would leave it without either.
     hints = frozenset({"flags-conditional"}) if any(v & both != both for v in info.values) else frozenset()
-    migration = ("Drop WQ_PERCPU, which the kernel ignores here; if per-CPU execution was meant, "
-                 "drop WQ_UNBOUND and use alloc_workqueue() instead.")
-    return [finding(site, ctx, RULE, "; ".join(p for p in parts if p), list(site.prefix), migration, hints,
+    return [finding(site, ctx, RULE, "; ".join(p for p in parts if p), list(site.prefix), hints=hints,
                     role="flags")]

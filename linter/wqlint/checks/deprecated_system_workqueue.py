@@ -23,6 +23,5 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
     parts = [f"{use.queue} -> {new}"]
     if not call.queues:
         parts.append(f"{use.call}() queues nothing, so it does not warn, but {use.queue} is to be removed")
-    migration = f"Pass {new}: a queue made with the same flags and max_active, under the name that stays."
-    return [use_finding(use, ctx, RULE, "; ".join(parts), migration,
-                        hints=frozenset({f"queue-arg={use.arg}"}))]
+    return [use_finding(use, ctx, RULE, "; ".join(parts), hints=frozenset({f"queue-arg={use.arg}"}),
+                        new=new)]

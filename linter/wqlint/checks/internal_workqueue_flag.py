@@ -17,4 +17,4 @@ def check(site: Site, ctx: CheckContext) -> list:
         return []
     chain = list(site.prefix) + [step for _name, steps in written for step in steps]
     detail = ", ".join(name for name, _step in written) + " written by the caller"
-    return [finding(site, ctx, RULE, detail, chain, ctx.catalogue[RULE].fix_strategy, role="flags")]
+    return [finding(site, ctx, RULE, detail, chain, role="flags")]

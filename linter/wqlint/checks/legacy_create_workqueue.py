@@ -14,6 +14,4 @@ def check(site: Site, ctx: CheckContext) -> list:
     info = flag_info(site.flags, ctx.bits)
     if not info.legacy or not site.via or any(n == "__WQ_LEGACY" for n, _ in internal_flags(site)):
         return []  # __WQ_LEGACY written by the caller is internal-workqueue-flag's
-    migration = (f"Replace {site.entry}() by the call its definition makes, without __WQ_LEGACY "
-                 "(`wqlint fix --target mainline` writes it).")
-    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), migration, role="flags")]
+    return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), role="flags")]

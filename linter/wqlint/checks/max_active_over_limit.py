@@ -52,5 +52,4 @@ def check(site: Site, ctx: CheckContext) -> list:
         detail = (f"{max(values)} is over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}: "
                   f"the queue gets {limit}")
         chain = list(site.prefix)
-    migration = "Bound the value with min(..., WQ_MAX_ACTIVE), or pass 0 for the default."
-    return [finding(site, ctx, RULE, detail + via_text(site), chain, migration)]
+    return [finding(site, ctx, RULE, detail + via_text(site), chain)]

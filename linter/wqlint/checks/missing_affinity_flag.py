@@ -22,11 +22,10 @@ def check(site: Site, ctx: CheckContext) -> list:
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""
     # Adding WQ_PERCPU where another value already has an affinity flag would give both.
     hints = frozenset({"flags-conditional"}) if any(v & ctx.bits.affinity for v in info.values) else frozenset()
-    migration = "Add WQ_PERCPU to keep today's per-CPU behaviour, or WQ_UNBOUND if the work needs no CPU locality."
     detail = "; ".join(x for x in (detail, via_text(site).strip()) if x)
     # The paths that lack both, each by the decisions leading there and its assignments.
     chain = list(site.prefix)
     for flags in info.missing_paths or (site.flags,):
         if decisions_taken(flags):
             chain += condition_steps(flags)
-    return [finding(site, ctx, RULE, detail, chain, migration, hints, role="flags")]
+    return [finding(site, ctx, RULE, detail, chain, hints=hints, role="flags")]

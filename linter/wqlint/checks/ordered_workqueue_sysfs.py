@@ -20,7 +20,7 @@ def check(site: Site, ctx: CheckContext) -> list:
         return []
     chain = list(site.prefix) + steps_along(_path_to_bit(site.flags, ctx.bits.sysfs))
     detail = f"on {kversion.show(ctx.version)}" + via_text(site)
-    return [finding(site, ctx, RULE, detail, chain, ctx.catalogue[RULE].fix_strategy, role="flags")]
+    return [finding(site, ctx, RULE, detail, chain, role="flags")]
 
 
 def _path_to_bit(value, bit: int) -> list:

@@ -24,16 +24,14 @@ def check(site: Site, ctx: CheckContext) -> list:
         detail = f"on {ver} it is still ordered implicitly; from v6.9 on it is not (3bc1e711c26b): it breaks on upgrade"
     else:
         detail = f"on {ver} items can run concurrently on different NUMA nodes (3bc1e711c26b)"
-    if info.sysfs:
-        detail += "; WQ_SYSFS is set, which ordered queues refuse: no automatic conversion"
-        migration = ("Decide whether ordering is needed: if so drop WQ_SYSFS and use "
-                     "alloc_ordered_workqueue(); if not, say so in a comment.")
-    else:
-        migration = ("If the work items rely on running one at a time, use alloc_ordered_workqueue() "
-                     "with the same flags minus WQ_UNBOUND.")
+    refused = info.sysfs and not api.ordered_sysfs_allowed(ctx.version)
+    if refused:
+        detail += f"; WQ_SYSFS is set, which ordered queues refuse on {ver}: no automatic conversion"
+    elif info.sysfs:
+        detail += f"; WQ_SYSFS is set: an ordered queue keeps it on {ver}, with max_active read-only"
     path = find_path(site.max_active, lambda v: isinstance(v, Const))
     chain = list(site.prefix)
     if path:
         chain += [n.step for n in path if n.step is not None]
-    hints = frozenset({"sysfs"}) if info.sysfs else frozenset()
-    return [finding(site, ctx, RULE, detail + via_text(site), chain, migration, hints)]
+    hints = frozenset({"sysfs"}) if refused else frozenset()
+    return [finding(site, ctx, RULE, detail + via_text(site), chain, "sysfs" if refused else "default", hints)]

@@ -225,7 +225,7 @@ def ordered(call: Call, finding: Finding, facts: TreeFacts) -> None:
     if call.name != "alloc_workqueue":
         raise NoEdit(f"the queue is made inside {_inner(call)}: convert it there")
     if "sysfs" in finding.hints:
-        raise NoEdit("WQ_SYSFS is set, which alloc_ordered_workqueue() refuses")
+        raise NoEdit("WQ_SYSFS is set, which ordered queues refuse before v7.1")
     fi, mi = finding.flags_arg, finding.max_active_arg
     if fi != 1 or mi != 2 or call.args[mi].strip() != "1":
         raise NoEdit("max_active 1 is not written at this call")

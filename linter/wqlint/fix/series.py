@@ -38,17 +38,7 @@ SIGNATURE = "wqlint"
 DEFAULT_AUTHOR = "wqlint <wqlint@localhost>"
 NO_SECTION = "(no MAINTAINERS section)"
 
-# What a patch does, per rule, for its subject; a patch fixing several rules says MIXED.
-SUMMARIES = {
-    "missing-affinity-flag": "add WQ_PERCPU to alloc_workqueue() users",
-    "conflicting-affinity-flags": "drop WQ_PERCPU from unbound workqueues",
-    "deprecated-system-workqueue": "queue on system_percpu_wq and system_dfl_wq",
-    "legacy-create-workqueue": "replace deprecated create_*workqueue() calls",
-    "unbound-max-active-one": "use alloc_ordered_workqueue() for ordered queues",
-    "unbound-max-active-cpu-count": "set a global max_active for unbound workqueues",
-    "percpu-max-active-cpu-count": "stop sizing per-CPU workqueues by the CPU count",
-    "max-active-over-limit": "keep max_active within WQ_MAX_ACTIVE",
-}
+# A patch fixing one rule says what the rule's `subject` in rules.yaml says; several say MIXED.
 MIXED = "fix workqueue allocation flags and limits"
 TARGETS = {
     "mainline": "mainline: only the workqueue API {version} already has",
@@ -262,10 +252,10 @@ def _site_lines(fix, rule) -> list:
     return lines
 
 
-def _summary(fixes: list) -> str:
+def _summary(fixes: list, catalogue) -> str:
     rules = sorted({f.finding.rule_id for f in fixes})
     if len(rules) == 1:
-        return SUMMARIES.get(rules[0], f"fix {rules[0]} findings")
+        return catalogue[rules[0]].subject
     return MIXED
 
 
@@ -313,10 +303,8 @@ def commit_message(patch: Patch, catalogue, version: tuple) -> list:
 
 
 def _rule_order(catalogue, rule_id: str) -> int:
-    try:
-        return catalogue.ids().index(rule_id)
-    except (AttributeError, ValueError):
-        return len(SUMMARIES)
+    ids = catalogue.ids()
+    return ids.index(rule_id) if rule_id in ids else len(ids)
 
 
 def _notes(patch: Patch, target: str) -> list:
@@ -449,7 +437,7 @@ def build_series(root: Path, changes: list, catalogue, version: tuple, target: s
     for number, (patch, cc) in enumerate(zip(patches, ccs), start=1):
         patch.number, patch.cc = number, cc
         patch.prefix = patch_prefix(root, patch.paths)
-        summary = _summary(patch.fixes)
+        summary = _summary(patch.fixes, catalogue)
         patch.subject = f"{patch.prefix}: {summary}" if patch.prefix else summary
     files = [("0000-cover-letter.patch",
               render_cover(patches, catalogue, version, target, author_name, author_header, when,
