@@ -61,3 +61,25 @@ def test_linux_6_1_cpu_count_sites(linux_6_1):
 def doc_sublevel(tree):
     import re
     return re.search(r"^SUBLEVEL = (\d+)", (tree / "Makefile").read_text(), re.M).group(1)
+
+
+@pytest.fixture(scope="module")
+def scan_7_3(linux_7_3):
+    return check_tree(linux_7_3, "linux-7.3.tsv", "v7.3." + doc_sublevel(linux_7_3))
+
+
+@pytest.mark.kernel
+def test_linux_7_3_scans_whole_with_cpu_count_sites_labelled(scan_7_3):
+    """v7.3: alloc_workqueue() is an alloc_hooks() macro (v6.17); the tree scans with no error
+    line, and the CPU-count sites are exactly the labelled ones with their chains."""
+    assert scan_7_3["errors"] == []
+    assert all(not f["path"].startswith("include/linux/workqueue.h") for f in scan_7_3["findings"])
+
+
+@pytest.mark.kernel
+def test_linux_7_3_missing_affinity_flag_only_where_a_path_lacks_it(scan_7_3):
+    """Read from the C (tests/e2e/labels/NOTES.md): every other allocation of 7.3 says WQ_PERCPU
+    or WQ_UNBOUND on every path; nvme-tcp sets one of them in each branch of an if."""
+    got = sorted(f"{f['path']}:{f['line']}:{f['column']}" for f in scan_7_3["findings"]
+                 if f["rule"] == "missing-affinity-flag")
+    assert got == ["drivers/net/ethernet/marvell/octeontx2/af/rvu.c:3373:16"]
