@@ -109,6 +109,7 @@ class Engine:
         self.focus_words = focus_words  # names the focus files use: wrappers they may call
         self.progress = progress
         self.errors: list = []
+        self.api_files: set = set()  # files that define an entry point of the API
         self.notes: list = []
         self.paths = [Path(p) for p in paths]
         for p in self.paths:
@@ -234,7 +235,8 @@ class Engine:
                     args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
                     scope = scope_of(chunk, call)
                     if scope.name in SINKS:
-                        continue  # the API's own definition
+                        self.api_files.add(rel)  # an entry point calling another: the API's own code
+                        continue
                     if outside and scope.name not in self.focus_words:
                         continue  # neither near the focus nor a wrapper it calls
                     spread = _variadic_forward(args, scope, chunk)
@@ -501,7 +503,8 @@ class Engine:
                              if re.search(rb"\b" + n.encode() + rb"\b", text))
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
                             has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
-                            ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared)
+                            ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared,
+                            api_files=frozenset(self.api_files))
 
     def analysis(self) -> dict:
         """The sites of the paths, resolved but not judged, and what they came from: sites,

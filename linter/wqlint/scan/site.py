@@ -215,6 +215,7 @@ class CheckContext:
     ncpus: int = 96  # the machine the messages describe
     max_cpus: int = 512  # the largest machine max-active-over-limit considers
     declared: frozenset = frozenset()  # the API header's names of interest (system queues)
+    api_files: frozenset = frozenset()  # where the API itself is implemented (kernel/workqueue.c)
 
     def defines(self, symbol: str) -> bool:
         """Does the tree's include/linux/workqueue.h define or declare symbol?"""
