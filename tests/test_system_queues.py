@@ -19,15 +19,17 @@ def test_v7_uses_with_their_call():
     got = [(f["line"], f["column"], f["severity"], f["message"], [(s["line"], s["note"]) for s in f["chain"]])
            for f in doc["findings"]]
     assert got == [
-        (18, 2, "warning", V7 + " (system_unbound_wq -> system_dfl_wq)",
-         [(18, "queue_work() on system_unbound_wq (argument 1)")]),
-        (20, 2, "warning", V7 + " (system_wq -> system_percpu_wq)",
-         [(20, "queue_work_on() on system_wq (argument 2)")]),
-        (23, 2, "warning", V7 + " (system_unbound_wq -> system_dfl_wq)",
-         [(23, "mod_delayed_work() on system_unbound_wq (argument 1)")]),
-        (33, 2, "warning", V7 + " (system_wq -> system_percpu_wq; flush_workqueue() queues nothing, "
+        (13, 22, "warning", V7 + " (system_unbound_wq -> system_dfl_wq)",
+         [(13, "queue_work() on system_unbound_wq (argument 1)")]),
+        (21, 2, "warning", V7 + " (system_unbound_wq -> system_dfl_wq)",
+         [(21, "queue_work() on system_unbound_wq (argument 1)")]),
+        (23, 2, "warning", V7 + " (system_wq -> system_percpu_wq)",
+         [(23, "queue_work_on() on system_wq (argument 2)")]),
+        (26, 2, "warning", V7 + " (system_unbound_wq -> system_dfl_wq)",
+         [(26, "mod_delayed_work() on system_unbound_wq (argument 1)")]),
+        (36, 2, "warning", V7 + " (system_wq -> system_percpu_wq; flush_workqueue() queues nothing, "
                                 "so it does not warn, but system_wq is to be removed)",
-         [(33, "flush_workqueue() on system_wq (argument 1)")]),
+         [(36, "flush_workqueue() on system_wq (argument 1)")]),
     ]
     assert {f["rule"] for f in doc["findings"]} == {"deprecated-system-workqueue"}
 

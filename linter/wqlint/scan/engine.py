@@ -280,15 +280,16 @@ class Engine:
                 if src is None:
                     continue
                 text = src.line_bytes(line)
-                if re.match(rb"\s*(#|\*|//)", text):
-                    continue  # a definition, a macro or a comment
-                chunk = src.chunk_at(line)
+                if re.match(rb"\s*(\*|//)", text):
+                    continue  # a comment
+                span = src._define_span(line)  # a use inside a macro's body counts too
+                chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
                 if chunk is None:
                     continue
-                row = line - chunk.first_line
-                for m in re.finditer(rb"\b" + name.encode() + rb"\b", text):
-                    node = chunk.root.descendant_for_point_range((row, m.start()), (row, m.end()))
-                    use = self._use_at(node, name, chunk)
+                for ident in _identifiers(chunk.root, name):
+                    if chunk.line_of(ident) != line:
+                        continue
+                    use = self._use_at(ident, name, chunk)
                     if use is not None and (use.path, use.line, use.col, use.queue) not in seen:
                         seen.add((use.path, use.line, use.col, use.queue))
                         out.append(use)
@@ -317,9 +318,15 @@ class Engine:
         src = chunk.source
         line = chunk.line_of(fn)
         scope = scope_of(chunk, call)
+        col, end_col = chunk.col_of(fn), chunk.end_col_of(fn)
+        if getattr(chunk, "macro_kind", None) == "macro":
+            # A macro's head is rewritten for parsing: take the column from the file's line.
+            at = re.search(r"\b" + spec.name + r"\s*\(", src.line_text(line))
+            if at is not None:
+                col, end_col = at.start() + 1, at.start() + len(spec.name)
         return QueueUse(
             call=spec.name, queue=name, arg=spec.queue_arg, path=src.rel, line=line,
-            col=chunk.col_of(fn), end_col=chunk.end_col_of(fn),
+            col=col, end_col=end_col,
             step=Step(src.rel, line, src.line_text(line).strip(),
                       f"{spec.name}() on {name} (argument {spec.queue_arg + 1})"),
             function=scope.name if scope.kind == "function" else "",
@@ -620,6 +627,17 @@ def _enclosing_name(path: Path, line_text: bytes) -> str:
     for m in _HEADER_RE.finditer(data, start, at):
         name = (m.group(1) or m.group(2)).decode("ascii", "replace")
     return name
+
+
+def _identifiers(node, name: str) -> list:
+    """The identifiers spelled name under node."""
+    out, stack = [], [node]
+    while stack:
+        cur = stack.pop()
+        if cur.type == "identifier" and parser.text(cur) == name:
+            out.append(cur)
+        stack.extend(cur.named_children)
+    return out
 
 
 def _only_in_comments(chunk, name: str, line: int) -> bool:
