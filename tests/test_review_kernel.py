@@ -35,9 +35,9 @@ def test_review_of_a_patch_against_linux_6_12(linux_6_12, tmp_path):
     assert "with 96 CPUs up to 96 in-flight items" in heads[0]
     comments = [h for h in heads if h.endswith("]") and ": fixed: " not in h]
     assert comments == [heads[0]]  # one comment, nothing else blamed
-    fixed = [h for h in heads if ": fixed: " in h]
-    assert len(fixed) == 1 and fixed[0].startswith(f"{REL}:{line}:")
-    assert fixed[0].endswith("[unbound-max-active-one]")
+    # unbound-max-active-one is gone, but the same argument of the same queue now has a worse
+    # finding: review says what the patch introduced, not that it fixed the old one.
+    assert [h for h in heads if ": fixed: " in h] == []
     github = json.loads(run("review", patch, "--tree", linux_6_12, "--format", "github").stdout)
     assert [(c["path"], c["line"], c["side"]) for c in github["comments"]] == [(REL, line, "RIGHT")]
     assert "`unbound-max-active-cpu-count`" in github["comments"][0]["body"]
