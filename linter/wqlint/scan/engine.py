@@ -551,7 +551,8 @@ class Engine:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
         result = {"sites": sites, "uses": uses, "bits": bits, "bad": dict(self.index.bad),
                   "errors": list(self.index.errors), "parse_errors": dict(self._parse_errors),
-                  "files_scanned": len(self.index.files), "read": read, "call_sha": call_sha}
+                  "files_scanned": len(self.index.files), "read": read, "call_sha": call_sha,
+                  "api_files": frozenset(self.api_files)}
         if self.store is not None and not self.index.errors:
             if key is not None:
                 if self.store.dirty:
@@ -566,6 +567,7 @@ class Engine:
         got = self.analysis()
         # Kept for review, which compares each queue's flags before and after a series.
         self.judged_sites = [s for s in got["sites"] if self.in_targets(s.path)]
+        self.api_files = set(got["api_files"])  # kept with the sites: a stored scan walks none
         self.check_context = self.context(got["bits"])
         shas = got.get("call_sha", {})
         findings = [self._with_call_sha(f, shas)
