@@ -504,3 +504,91 @@ def test_an_unexpected_exception_is_one_error_line(tmp_path, monkeypatch):
     assert got.exit_code == 3
     assert got.stderr.splitlines()[-1] == f"Error: internal error in {root}: KeyError: 'x'"
     assert tree_hash(root) == before
+
+
+# -- review input -------------------------------------------------------------------------
+
+REVIEW = FIXTURES / "review"
+ADD_QUEUE = (REVIEW / "add-queue.patch").read_text()
+
+
+def _review(tmp_path, patch: str, *args):
+    p = tmp_path / "in.patch"
+    p.write_bytes(patch.encode("utf-8", "surrogateescape"))
+    tree_before = tree_hash(REVIEW / "tree")
+    got = cli("review", p, "--tree", REVIEW / "tree", "-j", "1", *args, timeout=120)
+    no_traceback(got)
+    assert tree_hash(REVIEW / "tree") == tree_before
+    return got, p
+
+
+@pytest.mark.parametrize("header", ["From: =?utf-8?q?Jane=0D=0ABcc=3A_x=40evil?= <jane@example.org>",
+                                    "To: =?utf-8?q?list=0D=0ABcc=3A_x=40evil?= <l@example.org>"])
+def test_encoded_cr_lf_in_address_headers_do_not_reach_the_reply(tmp_path, header):
+    key = header.split(":")[0]
+    patch = "\n".join(header if ln.startswith(key + ":") else ln for ln in ADD_QUEUE.split("\n"))
+    got, _ = _review(tmp_path, patch, "--format", "mail")
+    assert got.returncode == 1, got.stderr
+    head = got.stdout.split("\n\n")[0]
+    assert "\r" not in got.stdout
+    assert not any(ln.startswith("Bcc:") for ln in head.split("\n"))
+    if key == "From":
+        assert 'To: "Jane Bcc: x@evil" <jane@example.org>' in head
+    else:
+        assert 'Cc: "list Bcc: x@evil" <l@example.org>,' in head
+
+
+def test_escape_sequences_in_a_subject_do_not_reach_the_terminal(tmp_path):
+    patch = ADD_QUEUE.replace("Subject: [PATCH] demo:", "Subject: [PATCH] \x1b]0;owned\x07\x1b[2Jdemo:")
+    got, _ = _review(tmp_path, patch, "--format", "mail")
+    assert got.returncode == 1
+    assert "\x1b" not in got.stdout and "\x07" not in got.stdout
+    assert "Subject: Re: [PATCH] ]0;owned [2Jdemo: flush the device from its own queue" in got.stdout
+
+
+def test_escape_sequences_in_a_file_name_do_not_reach_the_terminal(tmp_path):
+    root = tiny_tree(tmp_path)
+    os.rename(root / "drivers/demo/demo.c", root / "drivers/demo/\x1b[2Jdemo.c")
+    got = cli("scan", root)
+    assert got.returncode == 1
+    assert "\x1b" not in got.stdout and "drivers/demo/?[2Jdemo.c:8:7: note:" in got.stdout
+
+
+@pytest.mark.parametrize("case,error", [
+    ("nested-multipart", "Error: {p}: more than 64 multipart containers, not read"),
+    ("quoted-path", "Error: {p}: refusing path '\"a/x\\\\09.c\"': malformed octal escape \\09."),
+    ("huge-hunk", "Error: {p}: drivers/demo/demo.c: hunk #1: line numbers past 1,000,000 in "
+                  "'@@ -100000000,1 +100000000,2 @@', not read"),
+    ("many-addresses", "Error: {p}: more than 1000 addresses in To, not read"),
+])
+def test_hostile_patches_are_one_error_line(tmp_path, case, error):
+    if case == "nested-multipart":
+        head, _, body = ADD_QUEUE.partition("\n\n")
+        nest = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\n\n--b{i}\n' for i in range(1000))
+        patch = head + "\nMIME-Version: 1.0\n" + nest + "Content-Type: text/plain\n\n" + body + \
+            "".join(f"\n--b{i}--\n" for i in reversed(range(1000)))
+    elif case == "quoted-path":
+        patch = ADD_QUEUE.replace("diff --git a/drivers/demo/demo.c b/drivers/demo/demo.c",
+                                  'diff --git "a/x\\09.c" "b/x\\09.c"')
+    elif case == "huge-hunk":
+        patch = ("--- a/drivers/demo/demo.c\n+++ b/drivers/demo/demo.c\n"
+                 "@@ -100000000,1 +100000000,2 @@\n }\n+/* x */\n")
+    else:
+        patch = ADD_QUEUE.replace("To: linux-demo@vger.example.org",
+                                  "To: " + ", ".join(f"u{i}@example.org" for i in range(200_000)))
+    got, p = _review(tmp_path, patch)
+    assert got.returncode == 3
+    assert error_lines(got.stderr) == [error.format(p=p)]
+    # and without a tree, where the hunks alone are the files
+    alone = cli("review", p, "-j", "1", timeout=120)
+    no_traceback(alone)
+    assert alone.returncode == 3 and error_lines(alone.stderr) == [error.format(p=p)]
+
+
+def test_a_hunk_far_past_the_end_of_the_file_does_not_apply_quickly(tmp_path):
+    patch = ("--- a/drivers/demo/demo.c\n+++ b/drivers/demo/demo.c\n"
+             "@@ -900000,1 +900000,2 @@\n no such line\n+/* x */\n")
+    got, p = _review(tmp_path, patch)
+    assert got.returncode == 3
+    [line] = error_lines(got.stderr)
+    assert line.startswith(f"Error: {p}: drivers/demo/demo.c: hunk #1 (@@ -900000,1 +900000,2 @@) does not apply")

@@ -82,16 +82,31 @@ def _analysis_options(command):
     return command
 
 
-def _emit(text, output, result):
+_CONTROL = None
+
+
+def _printable(text: str) -> str:
+    """text without control characters but tab and newline: a file name or a patch's Subject
+    with an escape sequence must not reach the terminal (JSON escapes them itself)."""
+    global _CONTROL
+    if _CONTROL is None:
+        import re
+        _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    return _CONTROL.sub("?", text)
+
+
+def _emit(text, output, result, fmt="text"):
     """Write a formatted result (stdout or -o, atomically), its notes and errors; exit."""
+    if fmt not in ("json", "sarif", "rdjson", "patchwork"):
+        text = _printable(text)
     if output:
         _write_atomic(output, text)
     else:
         click.echo(text, nl=False)
     for note in result.notes:
-        click.echo(f"wqlint: {note}", err=True)
+        click.echo(_printable(f"wqlint: {note}"), err=True)
     for err in result.errors:
-        click.echo(str(err), err=True)
+        click.echo(_printable(str(err)), err=True)
     sys.exit(result.exit_code())
 
 
@@ -164,7 +179,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
         report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel, cache)
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
-    _emit(FORMATS[fmt](report, cat), output, report)
+    _emit(FORMATS[fmt](report, cat), output, report, fmt)
 
 
 def _path_error(exc):
@@ -319,7 +334,7 @@ def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, ke
     if fmt in QUIET_FORMATS:
         result.notes = []
     kw = {"target_url": target_url} if fmt == "patchwork" else {}
-    _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result)
+    _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True,

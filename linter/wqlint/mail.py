@@ -11,6 +11,7 @@ path reaches code that reads or writes files.
 from __future__ import annotations
 
 import dataclasses
+import email.errors
 import email.policy
 import email.utils
 import re
@@ -22,6 +23,16 @@ from typing import Optional
 POLICY = email.policy.default
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 MAX_PATCHES = 1000
+MAX_LINE = 1_000_000  # a hunk's line numbers: past any file the scanner reads (8 MiB)
+MAX_ADDRESSES = 1000  # To and Cc of one message: a reply goes to them all
+MAX_MIME_PARTS = 64  # multipart containers in one message
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    """text without control characters (an escape sequence in a Subject must not reach a
+    terminal, a CR or LF in a name must not reach a header of a reply)."""
+    return _CONTROL.sub(" ", text)
 
 # The separator line of an mbox: 'From <sender> <asctime date>', as git format-patch
 # ('From <sha1> Mon Sep 17 00:00:00 2001') and b4 ('From git@z Thu Jan  1 00:00:00 1970')
@@ -152,18 +163,27 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
     stripped = raw.lstrip(b"\r\n")
     if re.match(rb"(diff --git |--- |Index: )", stripped):  # a bare diff, no mail headers
         return Patch(what, number, "", "", (), "", "", _parse_diff(_text(stripped, what), what))
-    msg = BytesParser(policy=POLICY).parsebytes(raw)
+    if len(re.findall(rb"(?im)^content-type:\s*multipart/", raw)) > MAX_MIME_PARTS:
+        raise MailError(f"{what}: more than {MAX_MIME_PARTS} multipart containers, not read")
+    try:
+        msg = BytesParser(policy=POLICY).parsebytes(raw)
+    except RecursionError:
+        raise MailError(f"{what}: MIME parts nested too deeply, not read") from None
     if msg.defects or not msg.keys():
         problem = msg.defects[0].__class__.__name__ if msg.defects else "no mail headers"
         raise MailError(f"{what}: not a mail message ({problem})")
-    subject = " ".join(str(msg.get("subject", "")).split())
+    for key, value in msg.raw_items():
+        if key.lower() in ("to", "cc") and str(value).count("@") > MAX_ADDRESSES:
+            raise MailError(f"{what}: more than {MAX_ADDRESSES} addresses in {key}, not read")
+    subject = " ".join(clean(str(msg.get("subject", ""))).split())
     message_id = str(msg.get("message-id", "")).strip()
     if message_id and not re.fullmatch(r"<[^<>\s]+>", message_id):
         raise MailError(f"{what}: malformed Message-ID {message_id!r}")
     references = tuple(re.findall(r"<[^<>\s]+>", str(msg.get("references", ""))))
-    name, address = email.utils.parseaddr(str(msg.get("from", "")))
-    recipients = tuple(email.utils.formataddr(pair) for pair in email.utils.getaddresses(
-        [str(v) for v in msg.get_all("to", []) + msg.get_all("cc", [])]) if pair[1])
+    # Address headers are decoded here, not by the policy's header registry, which raises on
+    # an encoded CR or LF (=?utf-8?q?A=0D=0AB?=); every control character becomes a space.
+    name, address = (_addresses(msg, "from") or [("", "")])[0]
+    recipients = tuple(email.utils.formataddr(pair) for pair in _addresses(msg, "to", "cc"))
     body = []
     for part in msg.walk():
         if part.is_multipart():
@@ -180,6 +200,26 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
         raise MailError(f"{what}: no diff in message '{subject}'")
     return Patch(what, number, subject, message_id, references, name or address, address, files,
                  recipients)
+
+
+def _addresses(msg, *names) -> list:
+    """(display name, address) of headers names, in order. Parsed from the raw header, so an
+    encoded word stays one name, then decoded here, not by the policy's header registry,
+    which raises on an encoded CR or LF (=?utf-8?q?A=0D=0AB?=); control characters become
+    spaces."""
+    from email.header import decode_header, make_header
+
+    raw = [str(value) for key, value in msg.raw_items() if key.lower() in names]
+    out = []
+    for name, address in email.utils.getaddresses(raw):
+        try:
+            name = str(make_header(decode_header(name)))
+        except (ValueError, LookupError, UnicodeError, email.errors.HeaderParseError):
+            pass  # kept as written
+        name, address = " ".join(clean(name).split()), "".join(clean(address).split())
+        if address:
+            out.append((name, address))
+    return out
 
 
 def _text(payload: bytes, what: str) -> str:
@@ -207,8 +247,11 @@ def _unquote(name: str) -> str:
         c = body[i]
         if c == 92 and i + 1 < len(body):
             nxt = body[i + 1]
-            if 48 <= nxt <= 55 and i + 3 < len(body) + 1:
-                out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+            if 48 <= nxt <= 55:
+                digits = body[i + 1:i + 4]
+                if len(digits) != 3 or not all(48 <= d <= 55 for d in digits):
+                    raise ValueError(f"malformed octal escape \\{digits.decode('latin-1')}")
+                out.append(int(digits, 8))
                 i += 4
                 continue
             out.append(simple.get(nxt, nxt))
@@ -221,7 +264,10 @@ def _unquote(name: str) -> str:
 
 def _check_path(raw: str, what: str, strip: bool = True) -> str:
     """A path of the patched tree: relative, normalised, no '..', no '.git'."""
-    name = _unquote(raw.split("\t")[0].strip()) if raw.startswith('"') else raw.split("\t")[0].rstrip()
+    try:
+        name = _unquote(raw.split("\t")[0].strip()) if raw.startswith('"') else raw.split("\t")[0].rstrip()
+    except ValueError as exc:
+        raise MailError(f"{what}: refusing path {clean(raw)!r}: {exc}") from None
     if strip and name[:2] in ("a/", "b/"):
         name = name[2:]
     if not name or name.startswith("/") or "\\" in name or "\0" in name:
@@ -326,6 +372,8 @@ def _parse_hunk(lines, i, what, name, number, hunks) -> int:
     old_start, new_start = int(m.group(1)), int(m.group(3))
     old_count = 1 if m.group(2) is None else int(m.group(2))
     new_count = 1 if m.group(4) is None else int(m.group(4))
+    if max(old_start, new_start, old_count, new_count, old_start + old_count, new_start + new_count) > MAX_LINE:
+        raise MailError(f"{where}: line numbers past {MAX_LINE:,} in {lines[i]!r}, not read")
     header = lines[i]
     i += 1
     body = []

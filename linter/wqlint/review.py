@@ -224,8 +224,10 @@ class _Tree:
             candidates = [want]
         else:
             span = len(state.lines) - len(old)
-            candidates = [want] + [p for d in range(1, max(want, span - want) + 1)
-                                   for p in (want - d, want + d) if 0 <= p <= span and p != want]
+            # the file's own positions, nearest first (not every distance up to a line number
+            # the patch may have made up: @@ -100000000 @@)
+            candidates = [want] + sorted((p for p in range(0, span + 1) if p != want),
+                                         key=lambda p: (abs(p - want), p > want))
         pos = next((p for p in candidates if self._matches(state, p, old)), None)
         if pos is None:
             raise ReviewError(f"{where} does not apply: {_mismatch(state, want, old, fdiff.path)}")

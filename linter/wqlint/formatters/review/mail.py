@@ -8,6 +8,7 @@ Prose is wrapped at 72 columns; quoted patch lines are kept as they are. Several
 """
 from __future__ import annotations
 
+import email.utils
 import textwrap
 from itertools import groupby
 
@@ -25,7 +26,8 @@ def _wrap(text: str, indent: str = "", hanging: str = "") -> list:
 
 
 def _headers(patch) -> list:
-    to = patch.author_address and (f"{patch.author} <{patch.author_address}>"
+    # formataddr quotes a name with specials (a ':' would make the rest a group)
+    to = patch.author_address and (email.utils.formataddr((patch.author, patch.author_address))
                                    if patch.author and patch.author != patch.author_address
                                    else patch.author_address)
     cc = [r for r in patch.recipients if patch.author_address not in r] if patch.author_address else list(patch.recipients)
