@@ -59,7 +59,7 @@ def tree_hash(root: Path) -> str:
         for name in sorted(dirs + files):
             p = Path(dirpath, name)
             st = os.lstat(p)
-            h.update(f"{p.relative_to(root)}\0{st.st_mode:o}\0{st.st_uid}\0{st.st_gid}\0".encode())
+            h.update(os.fsencode(p.relative_to(root)) + f"\0{st.st_mode:o}\0{st.st_uid}\0{st.st_gid}\0".encode())
             if stat.S_ISREG(st.st_mode):
                 h.update(p.read_bytes())
             elif stat.S_ISLNK(st.st_mode):
@@ -592,3 +592,86 @@ def test_a_hunk_far_past_the_end_of_the_file_does_not_apply_quickly(tmp_path):
     assert got.returncode == 3
     [line] = error_lines(got.stderr)
     assert line.startswith(f"Error: {p}: drivers/demo/demo.c: hunk #1 (@@ -900000,1 +900000,2 @@) does not apply")
+
+
+def test_a_catalogue_without_a_rule_the_checks_report_is_a_catalogue_error(tmp_path):
+    text = (REPO / "rules.yaml").read_text()
+    start = text.index("  - id: missing-affinity-flag")
+    end = text.find("\n  - id: ", start + 1)
+    bad = tmp_path / "rules.yaml"
+    bad.write_text(text[:start] + (text[end + 1:] if end >= 0 else ""))
+    line = 1 + text[:text.index("rules:")].count("\n")
+    root = tiny_tree(tmp_path)
+    for cmd in (["scan", root], ["fix", root, "--target", "mainline", "--diff"], ["rules"]):
+        got = cli(*cmd, "--rules", bad)
+        no_traceback(got)
+        assert got.returncode == 2
+        assert got.stderr.splitlines() == [f"Error: {bad}:{line}: no rule 'missing-affinity-flag', "
+                                           "which wqlint's checks report"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files another user cannot read")
+def test_unreadable_files_and_directories_are_reported_not_skipped(open_tmp):
+    root = tiny_tree(open_tmp)
+    for p in [open_tmp, *root.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    (root / "drivers" / "secret").mkdir()
+    (root / "drivers" / "secret" / "s.c").write_text(DRIVER.replace("demo", "secret"))
+    (root / "drivers" / "demo" / "locked.c").write_text(DRIVER.replace("demo", "locked"))
+    os.chmod(root / "drivers" / "secret", 0)
+    os.chmod(root / "drivers" / "demo" / "locked.c", 0)
+    before = tree_hash(root)
+    got = cli("scan", root, user="nobody")
+    no_traceback(got)
+    assert got.returncode == 3
+    assert sorted(error_lines(got.stderr)) == ["Error: drivers/demo/locked.c: permission denied",
+                                               "Error: drivers/secret: permission denied"]
+    assert "drivers/demo/demo.c:8:7:" in got.stdout
+    assert tree_hash(root) == before
+
+
+# -- file names ---------------------------------------------------------------------------
+
+def _odd_names(root: Path) -> dict:
+    """Copies of the driver under names that are not plain: rel (as wqlint shows it) -> bytes."""
+    names = {b"\xffbad.c": "drivers/demo/\udcffbad.c", b"new\nline.c": "drivers/demo/new\nline.c",
+             b'sp ace "q" <x>.c': 'drivers/demo/sp ace "q" <x>.c', b"a:5:b.c": "drivers/demo/a:5:b.c"}
+    for raw in names:
+        shutil.copy(root / "drivers/demo/demo.c", os.fsencode(root / "drivers/demo") + b"/" + raw)
+    return names
+
+
+def test_odd_file_names_in_json_and_sarif(tmp_path):
+    root = tiny_tree(tmp_path)
+    names = _odd_names(root)
+    before = tree_hash(root)
+    got = cli("scan", root, "--format", "json")
+    no_traceback(got)
+    assert got.returncode == 1 and not error_lines(got.stderr), got.stderr
+    doc = json.loads(got.stdout)
+    paths = {f["path"] for f in doc["findings"] if f["rule"] == "missing-affinity-flag"}
+    assert paths == set(names.values()) | {"drivers/demo/demo.c"}
+    sarif = cli("scan", root, "--format", "sarif")
+    assert sarif.returncode == 1
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(sarif.stdout)["runs"][0]["results"] if r["ruleId"] == "missing-affinity-flag"}
+    assert uris == {"drivers/demo/%FFbad.c", "drivers/demo/new%0Aline.c",
+                    "drivers/demo/sp%20ace%20%22q%22%20%3Cx%3E.c", "drivers/demo/a%3A5%3Ab.c", "drivers/demo/demo.c"}
+    # a saved scan with such names is a usable --findings input
+    saved = tmp_path / "scan.json"
+    saved.write_text(got.stdout)
+    diff = cli("fix", root, "--target", "mainline", "--findings", saved, "--diff")
+    assert diff.returncode == 0, diff.stderr
+    assert diff.stdout.count("+\t\t\t     WQ_MEM_RECLAIM | WQ_PERCPU, 0);") == 5
+    assert tree_hash(root) == before
+
+
+@pytest.mark.skipif(shutil.which("spatch") is None, reason="spatch missing")
+def test_coccinelle_engine_keeps_every_rule_with_odd_file_names(tmp_path):
+    root = tiny_tree(tmp_path)
+    names = _odd_names(root)
+    got = cli("scan", root, "--engine", "coccinelle", "--format", "json", "-j", "1", timeout=600)
+    no_traceback(got)
+    assert got.returncode == 1 and not error_lines(got.stderr), got.stderr
+    found = {(f["rule"], f["path"]) for f in json.loads(got.stdout)["findings"]}
+    assert {p for r, p in found if r == "missing-affinity-flag"} == set(names.values()) | {"drivers/demo/demo.c"}

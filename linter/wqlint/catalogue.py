@@ -366,4 +366,10 @@ def load(path=None) -> Catalogue:
             raise _err(name, node, f"duplicate rule id '{rule.id}' (first at line {seen[rule.id]})")
         seen[rule.id] = node.start_mark.line + 1
         rules.append(rule)
+    from wqlint.checks import RULE_IDS
+
+    missing = sorted(RULE_IDS - set(seen))
+    if missing:
+        raise _err(name, top["rules"][0], f"no rule '{missing[0]}', which wqlint's checks report"
+                   + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     return Catalogue(name, tuple(rules))

@@ -194,8 +194,21 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
         return [], errors
     findings = {}
     with tempfile.TemporaryDirectory(prefix="wqlint-cocci-") as tmp:
+        # spatch cannot take every name: 'a:5:b.c' is read as a file and a line (and fails
+        # the whole run: every rule would be lost), a newline ends a name in the group file.
+        # Such a file goes in under a plain name, a link in tmp, mapped back in the report.
+        aliases, given = {}, []
+        for n, rel in enumerate(files):
+            if re.fullmatch(r"[\w./+-]+", rel):
+                given.append(rel)
+                continue
+            (Path(tmp) / "alias").mkdir(exist_ok=True)
+            link = Path(tmp) / "alias" / f"{n}{os.path.splitext(rel)[1] if rel.endswith(SOURCE_SUFFIXES) else '.c'}"
+            os.symlink(root / rel, link)
+            aliases[str(link)] = rel
+            given.append(str(link))
         groups = Path(tmp) / "files"
-        named = files if headers is None else [str(root / f) for f in files]
+        named = [g if g in aliases or headers is None else str(root / g) for g in given]
         groups.write_text("\n\n".join(named) + "\n", encoding="utf-8")
         for rule_id, cocci in patches.items():
             rule = catalogue[rule_id]
@@ -211,7 +224,9 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
                 if msg != rule.message:
                     errors.append(InputError(cocci.name, f"unexpected report text: {msg!r}"))
                     continue
-                if headers is not None:
+                if path in aliases:
+                    path = aliases[path]
+                elif headers is not None:
                     path = _rel(root, Path(path))
                 f = _finding(root, rule, path, line, col0, end0)
                 findings.setdefault((f.rule_id, f.path, f.line, f.col), f)

@@ -62,7 +62,8 @@ class Finding:
     def fingerprint(self, path: str = "") -> str:
         """identity() as a short stable hash (SARIF partialFingerprints, JSON)."""
         import hashlib  # (loads OpenSSL: not for every `wqlint check` process)
-        return hashlib.sha256("\0".join(self.identity(path)).encode()).hexdigest()[:32]
+        # surrogateescape: a file name that is not UTF-8 is kept as its bytes
+        return hashlib.sha256("\0".join(self.identity(path)).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.rule_id)

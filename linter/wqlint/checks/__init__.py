@@ -46,3 +46,6 @@ def judge(sites, ctx) -> list:
                     findings.append(f)
     findings.sort(key=lambda f: f.sort_key())
     return findings
+
+# Every rule id a check reports: the catalogue must describe each (catalogue.load checks).
+RULE_IDS = frozenset(REGISTRY)

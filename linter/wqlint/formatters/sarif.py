@@ -21,13 +21,22 @@ def _rule(rule) -> dict:
     }
 
 
+def uri(path: str) -> str:
+    """A path as a URI reference: its bytes (a name that is not UTF-8 came in through
+    surrogateescape) percent-encoded, '/' kept (RFC 3986: spaces, quotes, '<wqlint>')."""
+    import os
+    from urllib.parse import quote
+
+    return quote(os.fsencode(path), safe="/")
+
+
 def _location(path, line, col=None, end_col=None, message=None) -> dict:
     region = {"startLine": line}
     if col:
         region["startColumn"] = col
         if end_col and end_col >= col:
             region["endColumn"] = end_col + 1
-    loc = {"physicalLocation": {"artifactLocation": {"uri": path, "uriBaseId": "SRCROOT"},
+    loc = {"physicalLocation": {"artifactLocation": {"uri": uri(path), "uriBaseId": "SRCROOT"},
                                 "region": region}}
     if message:
         loc["message"] = {"text": message}
@@ -54,7 +63,7 @@ def format(report, catalogue) -> str:
         "tool": {"driver": {"name": "wqlint", "version": __version__,
                             "informationUri": "https://docs.kernel.org/core-api/workqueue.html",
                             "rules": [_rule(r) for r in catalogue.rules]}},
-        "originalUriBaseIds": {"SRCROOT": {"uri": "file://" + report.root.rstrip("/") + "/"}},
+        "originalUriBaseIds": {"SRCROOT": {"uri": "file://" + uri(report.root.rstrip("/")) + "/"}},
         "automationDetails": {"id": "wqlint/scan/"},
         "results": results,
         "properties": {"kernelVersion": kversion.show(report.kernel_version),

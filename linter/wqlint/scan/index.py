@@ -485,16 +485,8 @@ class TreeIndex:
                             self.bad.setdefault(rel, "binary file (contains NUL bytes)")
                     elif proc.returncode > 1 and root == self.root:
                         self._grep_error(errline.decode("utf-8", "replace"))
-                for rec in proc.stdout.split(b"\n"):
-                    name, sep, rest = rec.partition(b"\0")
-                    if not sep:
-                        continue
-                    num, _, content = rest.partition(b":")
-                    try:
-                        rel = relpath(Path(os.fsdecode(name)), root)
-                        out.append((rel, int(num), content))
-                    except ValueError:
-                        continue
+                for name, num, content in _records(proc.stdout):
+                    out.append((relpath(Path(os.fsdecode(name)), root), num, content))
         return out
 
     def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None,
@@ -513,8 +505,9 @@ class TreeIndex:
                               capture_output=True,
                               env=dict(os.environ, LC_ALL="C"))
         for errline in proc.stderr.decode("utf-8", "replace").splitlines():
-            # "rg: ./x.c: Permission denied (os error 13)": a file that could not be read
-            m = re.match(r"rg: (.+?): (.+?) \(os error \d+\)$", errline)
+            # "rg: ./x.c: Permission denied (os error 13)": a file or directory that could not
+            # be read (ripgrep 13 prints no "rg: " before it)
+            m = re.match(r"(?:rg: )?(.+?): ([^:]+?) \(os error \d+\)$", errline)
             if m and root == self.root:
                 rel = m.group(1)[2:] if m.group(1).startswith("./") else m.group(1)
                 problem = m.group(2)
@@ -522,19 +515,15 @@ class TreeIndex:
                 if all(e.path != err.path for e in self.errors):
                     self.errors.append(err)
         out = []
-        for rec in proc.stdout.split(b"\n"):
-            name, sep, rest = rec.partition(b"\0")
-            if not sep:
-                m = re.match(rb"(.*): binary file matches", rec)
-                if m and root == self.root:
-                    self.bad.setdefault(_clean(m.group(1)), "binary file (contains NUL bytes)")
-                continue
-            num, _, content = rest.partition(b":")
-            try:
-                out.append((_clean(name), int(num), content))
-            except ValueError:
-                continue
+        note = self._binary_note if root == self.root else (lambda line: None)
+        for name, num, content in _records(proc.stdout, note):
+            out.append((_clean(name), num, content))
         return out
+
+    def _binary_note(self, line: bytes) -> None:
+        m = re.match(rb"(.*): binary file matches", line)
+        if m:
+            self.bad.setdefault(_clean(m.group(1)), "binary file (contains NUL bytes)")
 
     def _grep_error(self, line: str) -> None:
         m = re.match(r"grep: (.*): ([^:]+)$", line)
@@ -571,6 +560,28 @@ class TreeIndex:
                 if not os.path.isdir(unit):
                     break
         return out
+
+
+def _records(out: bytes, other=lambda line: None):
+    """(name, line number, content) of `--null` search output: NAME NUL NUM ':' CONTENT LF.
+    A file name may hold a newline, so records are cut at the NULs, not at newlines; a
+    line without a NUL between records (a 'binary file matches' note) goes to other()."""
+    chunks = out.split(b"\0")
+    name = chunks[0]
+    for chunk in chunks[1:]:
+        while b"\n" in name:  # notes before the name: whole lines that say what they are
+            first, _, after = name.partition(b"\n")
+            if not re.match(rb".*: binary file matches", first):
+                break
+            other(first)
+            name = after
+        record, _, rest = chunk.partition(b"\n")
+        num, _, content = record.partition(b":")
+        if num.isdigit():
+            yield name, int(num), content
+        name = rest
+    for line in name.split(b"\n"):
+        other(line)
 
 
 def _clean(name: bytes) -> str:
