@@ -32,6 +32,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 def clean(text: str) -> str:
     """text without control characters (an escape sequence in a Subject must not reach a
     terminal, a CR or LF in a name must not reach a header of a reply)."""
+    # 8-bit header bytes come from the parser as surrogates: as UTF-8 where they are
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return _CONTROL.sub(" ", text)
 
 # The separator line of an mbox: 'From <sender> <asctime date>', as git format-patch
@@ -183,7 +185,7 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
     # Address headers are decoded here, not by the policy's header registry, which raises on
     # an encoded CR or LF (=?utf-8?q?A=0D=0AB?=); every control character becomes a space.
     name, address = (_addresses(msg, "from") or [("", "")])[0]
-    recipients = tuple(email.utils.formataddr(pair) for pair in _addresses(msg, "to", "cc"))
+    recipients = tuple(format_address(n, a) for n, a in _addresses(msg, "to", "cc"))
     body = []
     for part in msg.walk():
         if part.is_multipart():
@@ -200,6 +202,15 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
         raise MailError(f"{what}: no diff in message '{subject}'")
     return Patch(what, number, subject, message_id, references, name or address, address, files,
                  recipients)
+
+
+def format_address(name: str, address: str) -> str:
+    """'name <address>' with the name quoted as needed; formataddr refuses a non-ASCII
+    address (SMTPUTF8 ones are real), so its quoting of the name is used around it."""
+    try:
+        return email.utils.formataddr((name, address))
+    except UnicodeError:
+        return email.utils.formataddr((name, "a@b")).replace("<a@b>", f"<{address}>") if name else address
 
 
 def _addresses(msg, *names) -> list:
@@ -374,6 +385,8 @@ def _parse_hunk(lines, i, what, name, number, hunks) -> int:
     new_count = 1 if m.group(4) is None else int(m.group(4))
     if max(old_start, new_start, old_count, new_count, old_start + old_count, new_start + new_count) > MAX_LINE:
         raise MailError(f"{where}: line numbers past {MAX_LINE:,} in {lines[i]!r}, not read")
+    if (old_start == 0 and old_count) or (new_start == 0 and new_count):
+        raise MailError(f"{where}: malformed hunk header {lines[i]!r}: line 0 with lines in it")
     header = lines[i]
     i += 1
     body = []

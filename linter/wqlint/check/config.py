@@ -46,7 +46,7 @@ def configuration(site, unit, orig, mapping, api_header):
                     seen.add(name)
                     wanted[name] = before
         level = []
-        for name, (uline, body) in unit.definitions(wanted).items():
+        for _name, (uline, body) in unit.definitions(wanted).items():
             at = unit.where(uline)
             if at is None or at[0].startswith("<"):
                 continue

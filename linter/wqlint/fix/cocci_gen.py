@@ -13,7 +13,6 @@ wqlint writes the call its own way and the semantic patch carries that text for 
 """
 from __future__ import annotations
 
-import re
 
 from wqlint import kversion
 

@@ -55,10 +55,13 @@ def _finding(path: str, n: int, d) -> Finding:
                     isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("line"), int)
                     and isinstance(s.get("text"), str) and isinstance(s.get("note"), str) for s in chain):
                 problem = "'chain' is not a list of steps"
-            elif not isinstance(args, dict) or not all(isinstance(args.get(k, -1), int) for k in ("flags", "max_active")):
+            elif not isinstance(args, dict) or \
+                    not all(isinstance(args.get(k, -1), int) for k in ("flags", "max_active")):
                 problem = "'arguments' is not an object of argument indices"
             elif not isinstance(d.get("hints", []), list) or not all(isinstance(h, str) for h in d.get("hints", [])):
                 problem = "'hints' is not a list of strings"
+            elif not isinstance(d.get("identity") or {}, dict):
+                problem = "'identity' is not an object"
             elif not isinstance(d.get("call_sha256", ""), str):
                 problem = "'call_sha256' is not a string"
             elif not (0 < d["line"] < 1 << 31 and 0 < d["column"] < 1 << 31):

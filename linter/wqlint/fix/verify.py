@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 TIMEOUT = 3 * 3600
 MAX_KBUILD_BYTES = 4 * 1024 * 1024  # the largest Kconfig or Makefile of a kernel is ~250 KiB
@@ -214,7 +215,7 @@ class Kconfig:
 
 
 def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verified,
-          original: Path = None) -> None:
+          original: Optional[Path] = None) -> None:
     """Compile the objects of touched files in build_dir; an object that fails is compiled
     again from original's copy of its file: if that fails too, the series is not the cause
     and the object counts as not built here."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -384,7 +383,7 @@ class Engine:
                 continue
             bound = {}
 
-            def bind(p: Param, cargs=cargs, cscope=cscope, cline=cline):
+            def bind(p: Param, cargs=cargs, cscope=cscope, cline=cline, bound=bound, rel=rel):
                 if p.function != scope.name or p.index >= len(cargs):
                     return p
                 key = p.index

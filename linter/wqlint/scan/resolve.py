@@ -552,7 +552,7 @@ class Resolver:
             inner = self.resolve(expr, mscope, depth, seen, expand_params=False)
             bound = [self.resolve(a, scope, depth, seen, expand_params) for a in args]
 
-            def bind(p: Param) -> Value:
+            def bind(p: Param, bound=bound) -> Value:
                 if p.function == name and 0 <= p.index < len(bound):
                     return bound[p.index]
                 return p
@@ -765,15 +765,18 @@ class Resolver:
         for src, line in assigns:
             if tree_wide and _is_static_decl(src, line, name):
                 continue
-            for node, rhs, where in self._global_defs(name, src, line):
+            for _node, rhs, where in self._global_defs(name, src, line):
                 val = self.resolve(rhs, where, depth, seen, expand_params=True)
-                options.append(Alt(self.step_at(src, line, f"'{name}' = '{_short(parser.text(rhs))}'"), (val,), ""))
+                options.append(Alt(self.step_at(src, line, f"'{name}' = '{_short(parser.text(rhs))}'"),
+                                   (val,), ""))
         if not options:
             return None
-        value = options[0] if len(options) == 1 else Alt(None, tuple(options[:MAX_OPTIONS]), f"{len(options)} assignments to '{name}'")
+        value = options[0] if len(options) == 1 else \
+            Alt(None, tuple(options[:MAX_OPTIONS]), f"{len(options)} assignments to '{name}'")
         if tunable:
             src, line = tunable
-            return Tunable(self.step_at(src, line, f"'{name}' is a module parameter: the default can be changed at load time"),
+            return Tunable(self.step_at(src, line, f"'{name}' is a module parameter: the default can be "
+                                                   "changed at load time"),
                            value, f"module parameter '{name}'")
         return value
 
@@ -1037,7 +1040,7 @@ class Resolver:
             if src is None or not line_re.search(src.line_bytes(line)):
                 continue
             chunk = src.chunk_at(line)
-            for node, rhs, sc, obj in self._field_defs(fname, chunk, line):
+            for _node, rhs, sc, obj in self._field_defs(fname, chunk, line):
                 if not (related(rel, self.home) or related(rel, near.rel)):
                     continue
                 note = f"field '{fname}' = '{_short(parser.text(rhs))}'"
@@ -1045,7 +1048,8 @@ class Resolver:
                 # in the same subsystem directory, and the chain says why it was taken.
                 typ = None
                 if base_type is not None:
-                    typ = self.initializer_type(obj, sc) if obj.type == "initializer_pair" else self.type_of(obj, sc)
+                    typ = self.initializer_type(obj, sc) if obj.type == "initializer_pair" \
+                        else self.type_of(obj, sc)
                 if typ is PENDING:
                     options.append(Unknown(None, f"type of '{_short(parser.text(obj))}' not looked up yet"))
                     continue

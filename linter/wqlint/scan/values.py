@@ -164,6 +164,7 @@ def _combine(value: Value, got: list) -> tuple:
             out |= vals
             complete = complete and ok
         return out, complete
+    assert isinstance(value, Op)
     sets, complete = [], True
     for vals, ok in got:
         complete = complete and ok
@@ -271,7 +272,7 @@ def _rebuild(value: Value, leaf, pick) -> Value:
                 at = {id(o): i for i, o in enumerate(v.options)}
                 guards = tuple(v.guards[at[id(o)]] for o in pick(v, children(v)))
             results.append(Alt(v.step, kids, v.why, guards))
-        else:
+        elif isinstance(v, Tunable):
             results.append(Tunable(v.step, kids[0], v.how))
     return results[0]
 
@@ -288,7 +289,7 @@ def steps_in(value: Value) -> list:
 
 def steps_along(path: list) -> list:
     """Steps recorded on a path, without repeating the same step twice in a row."""
-    out = []
+    out: list = []
     for node in path:
         step = node.step
         if step is None:

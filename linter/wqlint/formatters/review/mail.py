@@ -8,11 +8,11 @@ Prose is wrapped at 72 columns; quoted patch lines are kept as they are. Several
 """
 from __future__ import annotations
 
-import email.utils
 import textwrap
 from itertools import groupby
 
 from wqlint import kversion
+from wqlint.mail import format_address
 
 WIDTH = 72
 QUOTE_BEFORE = 8  # lines of the hunk quoted above a commented line; '[...]' for the rest
@@ -27,10 +27,11 @@ def _wrap(text: str, indent: str = "", hanging: str = "") -> list:
 
 def _headers(patch) -> list:
     # formataddr quotes a name with specials (a ':' would make the rest a group)
-    to = patch.author_address and (email.utils.formataddr((patch.author, patch.author_address))
+    to = patch.author_address and (format_address(patch.author, patch.author_address)
                                    if patch.author and patch.author != patch.author_address
                                    else patch.author_address)
-    cc = [r for r in patch.recipients if patch.author_address not in r] if patch.author_address else list(patch.recipients)
+    cc = [r for r in patch.recipients if patch.author_address not in r] if patch.author_address \
+        else list(patch.recipients)
     out = [MBOX_FROM]
     if to:
         out.append(f"To: {to}")

@@ -21,7 +21,8 @@ def format(review, catalogue) -> str:
         c = blamed.get(result["partialFingerprints"]["wqlintFingerprint/v2"])
         if c is not None:
             result["relatedLocations"] = [{"id": 1, "physicalLocation": {
-                "artifactLocation": {"uri": scan_sarif.uri(c.path), **({"uriBaseId": "SRCROOT"} if review.tree else {})},
+                "artifactLocation": {"uri": scan_sarif.uri(c.path),
+                                     **({"uriBaseId": "SRCROOT"} if review.tree else {})},
                 "region": {"startLine": c.line}},
                 "message": {"text": sentence(c.what) if c.what else "introduced here"}}]
     return json.dumps(doc, indent=2) + "\n"
