@@ -675,3 +675,28 @@ def test_coccinelle_engine_keeps_every_rule_with_odd_file_names(tmp_path):
     assert got.returncode == 1 and not error_lines(got.stderr), got.stderr
     found = {(f["rule"], f["path"]) for f in json.loads(got.stdout)["findings"]}
     assert {p for r, p in found if r == "missing-affinity-flag"} == set(names.values()) | {"drivers/demo/demo.c"}
+
+
+def test_thousands_of_allocations_in_one_function_are_refused_not_ground_through(tmp_path):
+    root = tiny_tree(tmp_path)
+    calls = "".join(f'\tw[{i}] = alloc_workqueue("q{i}", WQ_UNBOUND, m);\n' for i in range(8000))
+    (root / "drivers" / "demo" / "many.c").write_text(
+        "#include <linux/workqueue.h>\nstatic struct workqueue_struct *w[8000];\n"
+        f"int many_init(void)\n{{\n\tint m = num_online_cpus();\n\n{calls}\treturn 0;\n}}\n")
+    got = cli("scan", root, "--format", "json", timeout=300)
+    no_traceback(got)
+    assert got.returncode == 3
+    assert error_lines(got.stderr) == ["Error: drivers/demo/many.c: more than 400 lines name alloc_workqueue(), "
+                                       "the most wqlint analyses in one file; not analysed"]
+    assert {f["path"] for f in json.loads(got.stdout)["findings"]} >= {"drivers/demo/demo.c"}
+
+
+def test_hidden_directories_are_named_once(tmp_path):
+    root = tiny_tree(tmp_path)
+    for d in (".vendor", "drivers/.tmp", "drivers/demo/.cache", ".git"):
+        (root / d).mkdir(parents=True)
+        (root / d / "h.c").write_text(DRIVER)
+    got = cli("scan", root)
+    assert got.returncode == 1
+    assert got.stderr.splitlines() == ["wqlint: hidden directories are not searched: .vendor, drivers/.tmp, "
+                                       "drivers/demo/.cache"]

@@ -28,6 +28,7 @@ from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
 API_HEADER = "include/linux/workqueue.h"
 MAX_ROUNDS = 12
+MAX_CALLS_PER_FILE = 400  # allocation calls in one file (the kernel's most: a few dozen)
 MAX_WRAPPER_DEPTH = 6
 _SUPPRESS_RE = re.compile(r"wqlint:\s*ignore(?:\[([\w\s,-]*)\]|\s+([\w-]+(?:\s*,\s*[\w-]+)*))?")
 
@@ -192,6 +193,19 @@ class Engine:
                     self.errors.append(InputError(str(p), str(exc)))
 
     # -- sites -------------------------------------------------------------------------------
+    def _crowded(self, sink: str, occ) -> set:
+        """Files with more lines naming sink than MAX_CALLS_PER_FILE: each call's resolution
+        looks through its function, so thousands in one function cost minutes and gigabytes.
+        Reported once as not analysed (exit 3), never silently cut short."""
+        from collections import Counter
+
+        crowded = {rel for rel, n in Counter(rel for rel, _ in occ).items() if n > MAX_CALLS_PER_FILE}
+        for rel in sorted(crowded):
+            if self.in_targets(rel):
+                self.errors.append(InputError(rel, f"more than {MAX_CALLS_PER_FILE} lines name {sink}(), "
+                                                   "the most wqlint analyses in one file; not analysed"))
+        return crowded
+
     def _sink_sites(self) -> list:
         out = []
         for sink, (fi, mi) in SINKS.items():
@@ -200,7 +214,10 @@ class Engine:
                 continue
             pat = re.compile(rb"\b" + sink.encode() + rb"\s*(\(|\\?$)")
             define = re.compile(rb"\s*#\s*define\s+" + sink.encode() + rb"\b")
+            crowded = self._crowded(sink, occ)
             for rel, line in occ:
+                if rel in crowded:
+                    continue
                 outside = self._outside_focus(rel)
                 if outside and not self._reachable(rel, self.index.peek(rel, line)):
                     continue
@@ -512,6 +529,22 @@ class Engine:
                             ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared,
                             api_files=frozenset(self.api_files))
 
+    def _hidden_note(self) -> None:
+        """The search skips hidden directories (.tmp_versions, a vendor's .foo/): say so, once,
+        naming them, rather than scan less than was asked without a word. .git holds no
+        source and is not named."""
+        hidden = []
+        for t in sorted(set(self.targets)):
+            base = self.root / t if t else self.root
+            for dirpath, dirs, _files in os.walk(base):
+                for d in dirs:
+                    if d.startswith(".") and d != ".git":
+                        hidden.append(relpath(Path(dirpath, d), self.root))
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if hidden:
+            more = f" and {len(hidden) - 3} more" if len(hidden) > 3 else ""
+            self.notes.append(f"hidden directories are not searched: {', '.join(sorted(hidden)[:3])}{more}")
+
     def analysis(self) -> dict:
         """The sites of the paths, resolved but not judged, and what they came from: sites,
         uses (QueueUse), bits (FlagBits), bad and parse_errors ({rel: problem}), errors
@@ -564,6 +597,7 @@ class Engine:
 
     def run(self) -> Report:
         got = self.analysis()
+        self._hidden_note()  # after the search: the directories are in the page cache
         # Kept for review, which compares each queue's flags before and after a series.
         self.judged_sites = [s for s in got["sites"] if self.in_targets(s.path)]
         self.api_files = set(got["api_files"])  # kept with the sites: a stored scan walks none
