@@ -104,7 +104,8 @@ def conditions_at(src, line: int) -> tuple:
 
 
 # -- evaluating a #if expression -------------------------------------------------------------
-_TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|(&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%<>&|^!~?:(),]))")
+_TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)"
+                       r"|(&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%<>&|^!~?:(),]))")
 
 
 class _Unknown(Exception):
@@ -275,7 +276,7 @@ class Decider:
         out = []
         for cond in conditions_at(src, line):
             nowhere = []
-            truth = evaluate(cond.expr, self.version, lambda n: self.defined(n, src, nowhere))
+            truth = evaluate(cond.expr, self.version, lambda n, nowhere=nowhere: self.defined(n, src, nowhere))
             if truth is not None and not cond.positive:
                 truth = not truth
             if truth is False:

@@ -23,7 +23,7 @@ from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, QueueUse, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
-from wqlint.scan.values import Alt, Param, Unknown, evaluate, params, substitute, walk
+from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
 API_HEADER = "include/linux/workqueue.h"
@@ -415,7 +415,8 @@ class Engine:
             nmax = substitute(max_active, bind)
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
-                                     [step] + self._condition_steps(cscope.src, conds) + prefix, [scope.name] + via, depth + 1, outer_at):
+                                     [step] + self._condition_steps(cscope.src, conds) + prefix,
+                                     [scope.name] + via, depth + 1, outer_at):
                 if flags_here:
                     site.skip = site.skip | checks.FLAGS_ONLY
                 out.append(site)
