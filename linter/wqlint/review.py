@@ -33,7 +33,6 @@ from typing import Optional
 
 from wqlint import kversion
 from wqlint.finding import InputError, Report
-from wqlint.scan.cpp import Decider
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names

@@ -20,7 +20,7 @@ from wqlint.scan import parser
 from wqlint.scan.cpp import Decider
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
-from wqlint.scan.resolve import SITE_BUDGET, _has_pending, Resolver, Scope, calls_named, related, scope_of, _short
+from wqlint.scan.resolve import SITE_BUDGET, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, QueueUse, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk

@@ -355,7 +355,8 @@ class Flow:
         live = self.alive.setdefault(key, set())
         else_body = [c for c in alt.named_children if c.type != "comment"] if alt is not None \
             and alt.type == "preproc_else" else ([alt] if alt is not None else [])
-        for arm, stmts, note in (("true", body, f"'{shown}' holds"), ("false", else_body, f"'{shown}' does not hold")):
+        for arm, stmts, note in (("true", body, f"'{shown}' holds"),
+                                 ("false", else_body, f"'{shown}' does not hold")):
             first = next((st for st in stmts if st.type not in ("comment", "preproc_elif")), None)
             if first is not None and self.dead(first):
                 continue  # a branch not compiled for the target kernel (scan.cpp)

@@ -1065,7 +1065,8 @@ class Resolver:
                 elif base_type is None:
                     note += f" (the type of '{_short(base_text, 40)}' is not known: taken as the same subsystem)"
                 else:
-                    what = "the initialised object" if obj.type == "initializer_pair" else f"'{_short(parser.text(obj), 40)}'"
+                    what = "the initialised object" if obj.type == "initializer_pair" \
+                        else f"'{_short(parser.text(obj), 40)}'"
                     note += f" (the type of {what} is not known: taken as the same subsystem)"
                 val = self.resolve(rhs, sc, depth + 1, seen, expand_params=True)
                 options.append(Alt(self.step_at(src, line, note), (val,), ""))

@@ -9,7 +9,7 @@ call back to the CPU count.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 from wqlint.finding import Step
