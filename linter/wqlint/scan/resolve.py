@@ -949,8 +949,12 @@ class Resolver:
         return found
 
     def _struct_in(self, tag: str, cands):
+        walked = set()
         for src, line in cands:
             chunk = src.chunk_at(line)
+            if id(chunk) in walked:
+                continue  # several lines of one chunk name the tag: its nodes were seen
+            walked.add(id(chunk))
             for node in _descendants(chunk.root):
                 if node.type not in ("struct_specifier", "union_specifier"):
                     continue
