@@ -629,7 +629,8 @@ class Engine:
             return None
         from wqlint.scan.store import digest
         own = tuple(sorted((rel, digest(data)) for rel, data in self.index.extra.items()))
-        return ("scan", tuple(sorted(self.targets)), self.api_header, own)
+        # The version too: paths through #if branches follow the target kernel (scan.cpp).
+        return ("scan", tuple(sorted(self.targets)), self.api_header, own, tuple(self.version))
 
     def _with_call_sha(self, f, known: Optional[dict] = None):
         digest = (known or {}).get((f.path, f.line, f.col))
