@@ -218,19 +218,22 @@ def test_no_cache_writes_nothing(tree, tmp_path):
     assert not (tmp_path / "xdg").exists()
     proc = cli("scan", "--format", "json", str(tree), env=env)
     assert proc.returncode == 1, proc.stderr
+    assert not (tmp_path / "xdg").exists(), "off unless asked for"
+    proc = cli("scan", "--cache", "--format", "json", str(tree), env=env)
+    assert proc.returncode == 1, proc.stderr
     assert list((tmp_path / "xdg" / "wqlint" / "index").glob("*.pickle"))
 
 
 def test_concurrent_runs(tree, tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    procs = [subprocess.Popen([sys.executable, "-m", "wqlint", "scan", "--format", "json", str(tree)],
+    procs = [subprocess.Popen([sys.executable, "-m", "wqlint", "scan", "--cache", "--format", "json", str(tree)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(4)]
     outs = [p.communicate()[0] for p in procs]
     assert all(p.returncode == 1 for p in procs)
     results = [json.loads(o)["findings"] for o in outs]
     assert all(r == results[0] for r in results)
     assert not list((tmp_path / "xdg" / "wqlint" / "index").glob("*.tmp"))
-    again = json.loads(cli("scan", "--format", "json", str(tree), env=env).stdout)["findings"]
+    again = json.loads(cli("scan", "--cache", "--format", "json", str(tree), env=env).stdout)["findings"]
     assert again == results[0]
 
 
@@ -304,8 +307,8 @@ def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, tmp_path):
         return proc.stdout
     plain = run("--no-cache")
     assert json.loads(plain)["findings"]
-    built = run()
+    built = run("--cache")
     assert list((tmp_path / "xdg" / "wqlint" / "index").glob("*.pickle"))
-    reused = run()
+    reused = run("--cache")
     assert built == plain
     assert reused == plain

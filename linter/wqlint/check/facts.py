@@ -291,8 +291,8 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     if delay:
         time.sleep(float(delay))
     # The same analysis as `wqlint scan` of the whole tree, through the same per-tree index
-    # (wqlint.scan.store): after a scan, or another build of the same tree, it is reused.
-    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=True)
+    # (wqlint.scan.store) once it is on by default (see cli --cache).
+    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=None)
     analysis = engine.analysis()
     sites = analysis["sites"]
     by_file: dict = {}
