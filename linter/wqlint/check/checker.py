@@ -9,6 +9,7 @@ a wrapper) stays as configured.
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from wqlint.check import facts as facts_mod, names
@@ -143,6 +144,10 @@ class Checker:
                   if e.path != self.unit_rel and not e.path.endswith("/" + self.unit_rel)]
         if not out:
             return [], list(self.notes) + errors
+        if self.unit_rel in eng.api_files or _defines_entry_point("\n".join(self.orig.lines(self.inv.file))):
+            # the checked file defines the API (kernel/workqueue.c), under the paths its sites carry
+            eng.api_files.update({self.rel} | {s.path for s in out if s.path == self.rel
+                                              or s.path.endswith(os.sep + self.rel)})
         ctx = eng.context(bits=eng._bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
                           api_header=self.api_header())
         findings = judge(out, ctx)
@@ -344,3 +349,12 @@ class Checker:
 def check(inv, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
     """(findings for inv.file, the problems worth a line of their own)."""
     return Checker(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts).run()
+
+
+def _defines_entry_point(text: str) -> bool:
+    """Does the checked file define one of the API's allocation functions (its body follows
+    the parameter list)? Then it is the API's own code, as the scan finds it in the tree."""
+    from wqlint import api
+
+    names = "|".join(re.escape(n) for n in api.SINKS)
+    return re.search(r"^(?:[A-Za-z_][\w \t*]*[ \t*])?(?:" + names + r")\s*\([^;{}]*\)\s*\{", text, re.M) is not None
