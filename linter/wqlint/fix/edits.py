@@ -59,21 +59,7 @@ def tree_facts(api_header_text: str) -> TreeFacts:
                      has_reference_api="workqueue_set_global_max_active_cpus" in text)
 
 
-def _unparen(text: str) -> str:
-    text = text.strip()
-    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-        text = text[1:-1].strip()
-    return text
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth < 0:
-            return False
-    return depth == 0
+_unparen = parser.unparen
 
 
 @dataclass

@@ -470,20 +470,7 @@ def _under_branching(assign, top) -> bool:
 
 
 def _norm(text: str) -> str:
-    text = re.sub(r"\s+", "", text)
-    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
-        text = text[1:-1]
-    return text
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth < 0:
-            return False
-    return depth == 0
+    return parser.unparen(re.sub(r"\s+", "", text))
 
 
 def _short(text: str, width: int = 60) -> str:

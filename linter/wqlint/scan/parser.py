@@ -75,3 +75,21 @@ def _matches(name: str, node: tree_sitter.Node) -> list:
 
 def text(node) -> str:
     return node.text.decode("utf-8", "replace") if node is not None else ""
+
+
+def unparen(text: str) -> str:
+    """text without blanks around it and without parentheses that enclose all of it."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        text = text[1:-1].strip()
+    return text
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth < 0:
+            return False
+    return depth == 0
