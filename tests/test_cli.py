@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import REPO
 from helpers import run, scan_json
@@ -45,9 +46,11 @@ def test_sarif_is_valid_and_fingerprinted(tmp_path):
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
     run0 = doc["runs"][0]
-    assert [r["id"] for r in run0["tool"]["driver"]["rules"]] == [
-        "unbound-max-active-cpu-count", "percpu-max-active-cpu-count", "unbound-max-active-one",
-        "max-active-over-limit", "missing-affinity-flag", "legacy-create-workqueue"]
+    # every rule of the catalogue, in its order, so a result's ruleIndex points at its rule
+    catalogue = yaml.safe_load((REPO / "rules.yaml").read_text())["rules"]
+    rules = run0["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == [r["id"] for r in catalogue]
+    assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in run0["results"])
     res = run0["results"]
     prints = [r["partialFingerprints"]["wqlintFingerprint/v2"] for r in res]
     assert len(set(prints)) == len(prints)

@@ -65,7 +65,8 @@ def installed(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
     dist = base / "dist"
     built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)],
-                           cwd=REPO, capture_output=True, text=True)
+                           # not from the checkout: its build/ directory would shadow the module
+                           cwd=base, capture_output=True, text=True)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     (wheel,) = dist.glob("wqlint-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True)

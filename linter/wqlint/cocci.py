@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from wqlint import api
-from wqlint.finding import Finding, InputError, Step
+from wqlint.finding import Finding, InputError, Step, numbered
 from wqlint.project_files import locate
 
 ENGINE = "coccinelle"
@@ -230,7 +230,7 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
                     path = _rel(root, Path(path))
                 f = _finding(root, rule, path, line, col0, end0)
                 findings.setdefault((f.rule_id, f.path, f.line, f.col), f)
-    return sorted(findings.values(), key=Finding.sort_key), errors
+    return numbered(list(findings.values())), errors
 
 
 def _env() -> dict:

@@ -52,6 +52,9 @@ class Finding:
     flags_chain: tuple = ()  # of Step
     max_active_chain: tuple = ()  # of Step
     end_line: int = 0
+    # Two calls can share an identity (the same queue allocated in an #ifdef and its #else):
+    # the second is occurrence 1, and so on, in report order (numbered()).
+    occurrence: int = field(default=0, compare=False)
 
     def identity(self, path: str = "") -> tuple:
         """What stays the same while a patch edits, moves or reflows the call: rule, path (or
@@ -63,7 +66,8 @@ class Finding:
         """identity() as a short stable hash (SARIF partialFingerprints, JSON)."""
         import hashlib  # (loads OpenSSL: not for every `wqlint check` process)
         # surrogateescape: a file name that is not UTF-8 is kept as its bytes
-        return hashlib.sha256("\0".join(self.identity(path)).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        key = self.identity(path) + ((str(self.occurrence),) if self.occurrence else ())
+        return hashlib.sha256("\0".join(key).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.rule_id)
@@ -77,7 +81,8 @@ class Finding:
             "arguments": {"flags": self.flags_arg, "max_active": self.max_active_arg},
             "hints": sorted(self.hints),
             **({"call_sha256": self.call_sha} if self.call_sha else {}),
-            "identity": {"function": self.function, "queue": self.queue, "role": self.role},
+            "identity": {"function": self.function, "queue": self.queue, "role": self.role,
+                         **({"occurrence": self.occurrence} if self.occurrence else {})},
             "flags_chain": [s.to_dict() for s in self.flags_chain],
             "max_active_chain": [s.to_dict() for s in self.max_active_chain],
             "end_line": self.end_line or self.line,
@@ -101,6 +106,7 @@ class Finding:
             flags_chain=_steps(d.get("flags_chain", [])),
             max_active_chain=_steps(d.get("max_active_chain", [])),
             end_line=int(d.get("end_line", 0)),
+            occurrence=int((d.get("identity") or {}).get("occurrence", 0)),
         )
 
 
@@ -130,6 +136,17 @@ class InternalError(InputError):
 
     def __str__(self) -> str:
         return f"Error: internal error in {self.path}: {self.problem}"
+
+
+def numbered(findings: list) -> list:
+    """The findings, sorted, each repeat of an identity() numbered so fingerprints differ."""
+    from dataclasses import replace
+    seen: dict = {}
+    out = []
+    for f in sorted(findings, key=Finding.sort_key):
+        n = seen[f.identity()] = seen.get(f.identity(), -1) + 1
+        out.append(replace(f, occurrence=n) if n != f.occurrence else f)
+    return out
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from wqlint.finding import numbered
 from wqlint.scan.site import QueueUse, paths
 
 REGISTRY: dict = {}
@@ -44,8 +45,7 @@ def judge(sites, ctx) -> list:
                 if key not in seen:
                     seen.add(key)
                     findings.append(f)
-    findings.sort(key=lambda f: f.sort_key())
-    return findings
+    return numbered(findings)
 
 # Every rule id a check reports: the catalogue must describe each (catalogue.load checks).
 RULE_IDS = frozenset(REGISTRY)
