@@ -315,6 +315,30 @@ def test_v7_allocations_are_seen_after_preprocessing(profiling):
     assert [ln for f in got for ln in f] == scan_lines(CHECK7, WQ7)
 
 
+SYSQ = CHECK7 / "drv" / "sysq.c"
+
+
+@pytest.mark.parametrize("extra", [False, True], ids=["option-off", "option-on"])
+def test_deprecated_system_queues_are_reported_where_compiled(extra):
+    """Work queued on system_wq / system_unbound_wq: what scan reports for the file, on the
+    lines the configuration compiles, with the option a use hangs on; flush_workqueue(),
+    a macro over __flush_workqueue() after cpp, is found at the call the source writes."""
+    result = run("check", *CHECKFLAGS, "-nostdinc", "-I", str(CHECK7 / "include"), "-D__KERNEL__",
+                 *(["-DCONFIG_SYSQ_EXTRA"] if extra else []), SYSQ)
+    assert result.exit_code == 0, result.stderr
+    got = by_finding(without_fix(result))
+    scanned = by_finding(scan_lines(CHECK7, SYSQ))
+    assert [f[0].split(": ")[0] for f in scanned] == [f"{SYSQ}:{n}:2" for n in (12, 13, 15)]
+    if not extra:
+        assert got == scanned[:2]
+    else:
+        assert got[:2] == scanned[:2]
+        assert got[2][0] == scanned[2][0].replace(" [deprecated-system-workqueue]",
+                                                  " (with CONFIG_SYSQ_EXTRA=y) [deprecated-system-workqueue]")
+        assert got[2][1:] == scanned[2][1:] + [
+            f"    {SYSQ}:14: '#ifdef CONFIG_SYSQ_EXTRA': CONFIG_SYSQ_EXTRA=y in this build"]
+
+
 def test_legacy_calls_are_recovered_from_the_original_line_without_facts(build_dir):
     """Without the tree analysis, the create_*() macros are read from the unit's #defines:
     each macro where it is used and where its #define calls the next one."""

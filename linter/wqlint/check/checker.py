@@ -12,6 +12,7 @@ import os
 import re
 import time
 
+from wqlint import api
 from wqlint.check import facts as facts_mod, names
 from wqlint.check.debug import say
 from wqlint.check.errors import CheckError
@@ -26,6 +27,10 @@ def _mentions(path: str, pattern) -> bool:
             return bool(pattern.search(handle.read()))
     except OSError:
         return True  # let preprocessing say what is wrong
+
+
+# The names of queues a tree may deprecate: their uses are a second kind of site.
+_QUEUES = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(api.DEPRECATED_SYSTEM_QUEUES))) + r")\b")
 
 
 def kernel_version(root):
@@ -96,6 +101,7 @@ class Checker:
         facts = self.load_facts()
         say(f"facts ready after {time.monotonic() - started:.3f} s")
         mention = facts.mention_re() if facts is not None else facts_mod.mention_re(())
+        mention = re.compile(mention.pattern + "|" + _QUEUES.pattern)
         # -dD (which macro definition was live, what each CONFIG_ option is) costs a fifth
         # of the preprocessing: asked for only when the file can have something to report.
         likely = (facts is not None and facts.has_sites(self.rel)) or _mentions(self.inv.file, mention)
@@ -142,17 +148,48 @@ class Checker:
                 out.append(site)
         errors = [str(e) for e in list(eng.errors) + list(eng.index.errors)
                   if e.path != self.unit_rel and not e.path.endswith("/" + self.unit_rel)]
+        out += self.queue_uses(workdir, version)
         if not out:
             return [], list(self.notes) + errors
         if self.unit_rel in eng.api_files or _defines_entry_point("\n".join(self.orig.lines(self.inv.file))):
             # the checked file defines the API (kernel/workqueue.c), under the paths its sites carry
             eng.api_files.update({self.rel} | {s.path for s in out if s.path == self.rel
                                               or s.path.endswith(os.sep + self.rel)})
+        header = self.api_header()
         ctx = eng.context(bits=eng._bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
-                          api_header=self.api_header())
+                          api_header=header,
+                          header_text="\n".join(self.orig.lines(header)).encode() if header else None)
         findings = judge(out, ctx)
         say(f"{len(findings)} findings")
         return self.with_configuration(findings, out), list(self.notes) + errors
+
+    def queue_uses(self, workdir, version) -> list:
+        """The checked file's uses of a deprecated system queue (QueueUse), found in its source
+        as `scan` finds them, on the lines this configuration compiles. (In the unit, macros
+        such as flush_workqueue() no longer show the call the source writes.)"""
+        from dataclasses import replace
+
+        from wqlint.scan.engine import Engine
+        text = "\n".join(self.orig.lines(self.inv.file))
+        if not _QUEUES.search(text):
+            return []
+        src_dir = os.path.join(workdir, "source")
+        os.mkdir(src_dir)
+        path = os.path.join(src_dir, self.unit_rel)
+        data = text.encode("utf-8", "surrogateescape")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        eng = Engine([path], self.catalogue, jobs=1, kernel_version=version,
+                     preloaded={self.unit_rel: data})
+        shown = self.shown(self.rel)
+        out = []
+        for use in eng.uses():
+            # compiled: a unit line holds what the line became (a line an #if leaves out is
+            # an empty line of the unit)
+            if any(self._unit_line(n).strip() for n in self.unit.lines_of(self.map.is_main, use.line)):
+                out.append(replace(use, path=shown, step=replace(use.step, path=shown)))
+        say(f"{len(out)} uses of deprecated system queues compiled")
+        return out
 
     def unit_sites(self, sites, tree_sites) -> list:
         """The unit's sites in the checked file, in the original's terms: each at the name

@@ -20,11 +20,12 @@ def configuration(site, unit, orig, mapping, api_header):
     """(["CONFIG_X=y", ...], [(path, line of the #if, note)]) for a site in original terms."""
     from wqlint.scan.values import walk
     places = set()
-    for v in (site.flags, site.max_active):
-        for node in walk(v):
+    # (A QueueUse has no values nor prefix: its call's line alone.)
+    for v in (getattr(site, "flags", None), getattr(site, "max_active", None)):
+        for node in walk(v) if v is not None else ():
             if node.step is not None:
                 places.add((node.step.path, node.step.line))
-    for st in site.prefix:
+    for st in getattr(site, "prefix", ()):
         places.add((st.path, st.line))
     places.add((site.path, site.line))
     # Macros used on those lines, where the unit defines them, and the macros they use

@@ -281,13 +281,17 @@ class Engine:
         return out
 
     # -- the second kind of site: a queue named at a call that takes one ----------------------
+    def uses(self) -> list:
+        """The QueueUse sites of the targets, without resolving allocations."""
+        return self._queue_uses()
+
     def _queue_uses(self) -> list:
         """Calls whose queue argument (api.QUEUE_CALLS) is one of the names the API lists in
         DEPRECATED_SYSTEM_QUEUES: found from the index's occurrences of the names, in the
         targets only (such a use has no chain to follow)."""
         out, seen = [], set()
-        if any(self.index.occurrences(n) is None for n in api.DEPRECATED_SYSTEM_QUEUES):
-            self.index.fetch_pending()
+        if [n for n in api.DEPRECATED_SYSTEM_QUEUES if self.index.occurrences(n) is None]:
+            self.index.fetch_pending()  # (every name asked for first: one search for all)
         for name in api.DEPRECATED_SYSTEM_QUEUES:
             for rel, line in self.index.occurrences(name) or ():
                 if not self.in_targets(rel) or self._outside_focus(rel):
@@ -519,10 +523,15 @@ class Engine:
         self._warm_bits()
         return sites
 
-    def context(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None) -> CheckContext:
+    def context(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None,
+                header_text: Optional[bytes] = None) -> CheckContext:
+        """header_text: the API header's text when it is not a file of the scanned tree (the
+        header a checked unit was preprocessed with)."""
         bits = bits or self._bits()
-        header = self.index.source(api_header or self.api_header)
-        text = header.data if header is not None else b""
+        if header_text is None:
+            header = self.index.source(api_header or self.api_header)
+            header_text = header.data if header is not None else b""
+        text = header_text
         declared = frozenset(n for n in api.DEPRECATED_SYSTEM_QUEUES.values()
                              if re.search(rb"\b" + n.encode() + rb"\b", text))
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
