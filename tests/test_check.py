@@ -442,7 +442,9 @@ KERNEL_EXPECTED = sorted(
     + [(f"fs/btrfs/disk-io.c:{loc}", UB) for loc in ("1944:3", "1947:3", "1951:3", "1955:3", "1958:3", "1960:3",
                                                       "1961:25", "1963:3", "1966:3", "1968:3", "1971:3")]
     + [(f"kernel/workqueue.c:{loc}", AF) for loc in ("7873:14", "7874:21", "7875:22", "7876:19", "7879:24",
-                                                      "7881:30", "7883:40")])
+                                                      "7881:30", "7883:40")]
+    # the idle-cull work queued on system_unbound_wq (v7.3 queues it on system_dfl_wq)
+    + [("kernel/workqueue.c:2963:3", "note [deprecated-system-workqueue]")])
 
 
 @pytest.fixture(scope="module")
