@@ -89,6 +89,23 @@ def test_mainline_cpu_count_is_explained_not_edited(tmp_path):
                          "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12); 6 not fixed"]
 
 
+def test_a_call_in_a_macro_body_is_left_to_the_author(tmp_path):
+    """A call only a #define holds is reported there; the fixer says why it leaves it, not
+    that the file changed."""
+    (tmp_path / "drv").mkdir()
+    (tmp_path / "drv" / "m.c").write_text(
+        "#define MK_WQ(n) alloc_workqueue(n, WQ_UNBOUND, \\\n\t\t\t\t num_online_cpus())\n")
+    before = (tmp_path / "drv" / "m.c").read_bytes()
+    got = run("fix", tmp_path, "--target", "reference", "--kernel-version", "6.12", "--apply")
+    assert got.exit_code == 0
+    assert got.stderr.splitlines()[-3:] == [
+        "not fixed [unbound-max-active-cpu-count] (1): the call at drv/m.c:1 is in the body of a "
+        "#define: wqlint does not rewrite macros, edit it by hand",
+        "  drv/m.c:1:21",
+        "wqlint: 0 finding(s) fixed in 0 file(s) (target reference, v6.12); 1 not fixed"]
+    assert (tmp_path / "drv" / "m.c").read_bytes() == before
+
+
 def test_suggestions_are_not_made_by_default(tmp_path):
     root = tree_copy(tmp_path)
     got = run("fix", root, "--target", "mainline", "--rule", "unbound-max-active-one", "--apply")

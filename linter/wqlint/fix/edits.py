@@ -109,6 +109,9 @@ class Call:
 
 def find_call(src: SourceFile, finding: Finding) -> Call:
     """The call whose name starts at the finding's line and column."""
+    if src.define_span(finding.line):
+        raise NoEdit(f"the call at {finding.path}:{finding.line} is in the body of a #define: "
+                     "wqlint does not rewrite macros, edit it by hand")
     chunk = src.chunk_at(finding.line)
     line = src.line_text(finding.line)
     byte_col = len(line[: finding.col - 1].encode("utf-8"))

@@ -227,7 +227,7 @@ class Engine:
                 text = src.line_bytes(line)
                 if not pat.search(text) or re.match(rb"\s*(\*|//)", text) or define.match(text):
                     continue  # a comment, or the API's own macro (v6.17's alloc_hooks() form)
-                span = src._define_span(line)
+                span = src.define_span(line)
                 chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
                 if chunk is None:
                     continue
@@ -302,7 +302,7 @@ class Engine:
                 text = src.line_bytes(line)
                 if re.match(rb"\s*(\*|//)", text):
                     continue  # a comment
-                span = src._define_span(line)  # a use inside a macro's body counts too
+                span = src.define_span(line)  # a use inside a macro's body counts too
                 chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
                 if chunk is None:
                     continue

@@ -484,7 +484,7 @@ class Resolver:
         out = []
         for src, line in cands:
             if pat.match(src.line_bytes(line)):
-                span = src._define_span(line)
+                span = src.define_span(line)
                 if span:
                     out.append((src, span[0], span[1]))
         return out
@@ -678,8 +678,8 @@ class Resolver:
             src = near if rel == near.rel else self.index.source(rel)
             if src is None:
                 continue
-            if src._define_span(line):
-                chunk = self.macro_chunk(src, *src._define_span(line))
+            if src.define_span(line):
+                chunk = self.macro_chunk(src, *src.define_span(line))
                 if chunk is None:
                     continue
             else:
@@ -745,7 +745,7 @@ class Resolver:
             if val is not None:
                 return val
         if defines:
-            spans, conds = self._compiled([(s, *s._define_span(ln)) for s, ln in defines])
+            spans, conds = self._compiled([(s, *s.define_span(ln)) for s, ln in defines])
             for src, first, last in _nearest(spans, near.rel)[:1]:
                 chunk = self.macro_chunk(src, first, last)
                 if chunk is None or chunk.macro_is_function:

@@ -137,7 +137,7 @@ class SourceFile:
 
     def chunk_at(self, line: int) -> Chunk:
         """The chunk holding line: its #define, or its top-level block."""
-        first, last = self._define_span(line) or self._block_span(line)
+        first, last = self.define_span(line) or self._block_span(line)
         key = (first, last)
         chunk = self._chunks.get(key)
         if chunk is None:
@@ -154,7 +154,7 @@ class SourceFile:
             chunk = self._chunks[key] = Chunk(self, first, last)
         return chunk
 
-    def _define_span(self, line: int):
+    def define_span(self, line: int):
         start = line
         while start > 1 and self.line_bytes(start - 1).rstrip().endswith(b"\\"):
             start -= 1
