@@ -90,7 +90,7 @@ class Rule:
     def migration_text(self, case: str = "default", **fields) -> str:
         """The finding's advice for case (the default when the rule has no such case);
         {entry} and the other fields are filled in."""
-        texts = dict(self.migration)
+        texts: dict[str, str] = dict(self.migration)
         text = texts.get(case, texts["default"])
         return text.format(**fields) if fields else text
 
@@ -359,7 +359,8 @@ def load(path=None) -> Catalogue:
     seq = top["rules"][1]
     if not isinstance(seq, yaml.SequenceNode) or not seq.value:
         raise _err(name, seq, "rules must be a non-empty list")
-    rules, seen = [], {}
+    rules: list[Rule] = []
+    seen: dict[str, int] = {}
     for node in seq.value:
         rule = _rule(name, node)
         if rule.id in seen:

@@ -75,7 +75,7 @@ def spatch_binary() -> str:
 
 def cocci_options(cocci: Path) -> list:
     """The '// Options:' of a .cocci file, which make coccicheck also passes to spatch."""
-    options = []
+    options: list[str] = []
     for match in _OPTIONS_RE.finditer(cocci.read_text(encoding="utf-8")):
         options.extend(match.group(1).split())
     return options
@@ -192,7 +192,7 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
     files, errors = candidate_files(root, targets or [root])
     if not files:
         return [], errors
-    findings = {}
+    findings: dict[tuple, Finding] = {}
     with tempfile.TemporaryDirectory(prefix="wqlint-cocci-") as tmp:
         # spatch cannot take every name: 'a:5:b.c' is read as a file and a line (and fails
         # the whole run: every rule would be lost), a newline ends a name in the group file.

@@ -93,6 +93,7 @@ class Finding:
         """The inverse of to_dict (a saved `wqlint scan --format json`); KeyError/TypeError/
         ValueError on a malformed entry."""
         args = d.get("arguments") or {}
+        identity = d.get("identity") or {}
         return cls(
             rule_id=str(d["rule"]), severity=str(d["severity"]), path=str(d["path"]),
             line=int(d["line"]), col=int(d["column"]), message=str(d["message"]),
@@ -101,12 +102,12 @@ class Finding:
             flags_arg=int(args.get("flags", -1)), max_active_arg=int(args.get("max_active", -1)),
             hints=frozenset(str(h) for h in d.get("hints", [])),
             call_sha=str(d.get("call_sha256", "")),
-            **{k: str(v) for k, v in (d.get("identity") or {}).items()
-               if k in ("function", "queue", "role")},
+            function=str(identity.get("function", "")), queue=str(identity.get("queue", "")),
+            role=str(identity.get("role", "max_active")),
             flags_chain=_steps(d.get("flags_chain", [])),
             max_active_chain=_steps(d.get("max_active_chain", [])),
             end_line=int(d.get("end_line", 0)),
-            occurrence=int((d.get("identity") or {}).get("occurrence", 0)),
+            occurrence=int(identity.get("occurrence", 0)),
         )
 
 

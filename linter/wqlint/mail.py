@@ -73,7 +73,9 @@ class FileDiff:
 
     @property
     def path(self) -> str:
-        return self.new_path or self.old_path
+        path = self.new_path or self.old_path
+        assert path is not None, "a diff from /dev/null to /dev/null is refused when parsed"
+        return path
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ def load(paths: list) -> list:
     """The series given as patch files and mboxes ('-': stdin), numbered in order."""
     if list(paths).count("-") > 1:
         raise MailError("stdin ('-') can be read only once")
-    series = []
+    series: list[Patch] = []
     for path in paths:
         for patch in parse_series(read_input(path), "<stdin>" if path == "-" else path):
             series.append(dataclasses.replace(patch, number=len(series) + 1))
@@ -150,7 +152,7 @@ def parse_series(data: bytes, source: str) -> list:
     messages = split_mbox(data)
     if len(messages) > MAX_PATCHES:
         raise MailError(f"{source}: more than {MAX_PATCHES} messages")
-    patches = []
+    patches: list[Patch] = []
     for n, raw in enumerate(messages, 1):
         what = source if len(messages) == 1 else f"{source}: message {n}"
         patch = _parse_message(raw, what, len(patches) + 1)
@@ -186,14 +188,14 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
     # an encoded CR or LF (=?utf-8?q?A=0D=0AB?=); every control character becomes a space.
     name, address = (_addresses(msg, "from") or [("", "")])[0]
     recipients = tuple(format_address(n, a) for n, a in _addresses(msg, "to", "cc"))
-    body = []
+    body: list[str] = []
     for part in msg.walk():
         if part.is_multipart():
             continue
         if part.get_content_maintype() != "text":
             continue
-        payload = part.get_payload(decode=True) or b""
-        body.append(_text(payload, what))
+        payload = part.get_payload(decode=True)  # bytes (None when empty) for a part that is not multipart
+        body.append(_text(payload if isinstance(payload, bytes) else b"", what))
     text = "\n".join(body)
     files = _parse_diff(text, what)
     if not files:
@@ -294,7 +296,7 @@ def _check_path(raw: str, what: str, strip: bool = True) -> str:
 
 def _parse_diff(text: str, what: str) -> tuple:
     lines = text.split("\n")
-    files = []
+    files: list[FileDiff] = []
     i = 0
     n = len(lines)
     while i < n:
@@ -365,7 +367,7 @@ def _parse_plain_file(lines, i, what, files, header, old_default=None, new_defau
     if old_path is None and new_path is None:
         raise MailError(f"{what}: a diff from /dev/null to /dev/null")
     name = new_path or old_path
-    hunks = []
+    hunks: list[Hunk] = []
     i += 2
     while i < len(lines) and lines[i].startswith("@@"):
         i = _parse_hunk(lines, i, what, name, len(hunks) + 1, hunks)
@@ -389,7 +391,7 @@ def _parse_hunk(lines, i, what, name, number, hunks) -> int:
         raise MailError(f"{where}: malformed hunk header {lines[i]!r}: line 0 with lines in it")
     header = lines[i]
     i += 1
-    body = []
+    body: list[tuple[str, str]] = []
     olds = news = 0
     old_eol = new_eol = False
     while olds < old_count or news < new_count:

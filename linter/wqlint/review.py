@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import kversion
-from wqlint.finding import InputError, Report
+from wqlint.finding import Finding, InputError, Report
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
@@ -58,7 +58,7 @@ class Origin:
 class Comment:
     """An introduced finding and the changed line it is blamed on."""
 
-    finding: object  # Finding
+    finding: Finding
     path: str  # of the changed line
     line: int
     origin: Origin
@@ -263,10 +263,11 @@ class _Tree:
         return all(state.lines[pos + k].text in (None, text) for k, text in enumerate(old))
 
     # -- the result ---------------------------------------------------------------------------
-    def after(self) -> dict:
+    def after(self) -> tuple[dict[str, bytes | None], dict[str, dict[int, Origin]]]:
         """path -> bytes after the series (None: deleted), and path -> {line: Origin} of the
         lines the series changed (added, or kept right after removed lines)."""
-        data, added = {}, {}
+        data: dict[str, bytes | None] = {}
+        added: dict[str, dict[int, Origin]] = {}
         for path, state in self.files.items():
             if not state.touched:
                 continue
@@ -496,7 +497,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     queues_before = _queues(before_engine, moved)
     queues_after = _queues(after_engine, {})
     previous = Counter(before_key(f) for f in before.findings)
-    still = Counter()
+    still: Counter[tuple] = Counter()
     for f in after.findings:
         fp = f.identity()
         if still[fp] < previous[fp]:
@@ -576,7 +577,7 @@ def _what_changed(finding, before: dict, after: dict, catalogue, version) -> str
                                                        version=kversion.show(version))
 
 
-def _anchor(finding, added: dict):
+def _anchor(finding: Finding, added: dict) -> tuple[str, int, Origin] | None:
     """The changed line a new finding is blamed on: a line of the call (the called name
     first), else the first changed step of the chain shown, of max_active's resolution, of
     the flags' (the flags' first for a rule about the flags)."""

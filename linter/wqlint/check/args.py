@@ -27,7 +27,10 @@ class Invocation:
 
 def parse_args(args: list) -> Invocation:
     """What Kbuild passes a checker. Unknown options are accepted and ignored."""
-    files, defines, includes, sparse = [], [], [], []
+    files: list[str] = []
+    defines: list[str] = []
+    includes: list[str] = []
+    sparse: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]

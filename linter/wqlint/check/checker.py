@@ -285,7 +285,7 @@ class Checker:
 
         from wqlint.check.config import configuration
         from wqlint.finding import Step
-        at = {}
+        at: dict[tuple[int, int], object] = {}
         for site in sites:
             at.setdefault((site.line, site.col), site)
         out = []

@@ -392,7 +392,7 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
     say = debug or (lambda msg: None)
     path = os.path.join(directory, FACTS_NAME)
     data = _read(path)
-    if _usable(data, root, checked):
+    if data is not None and _usable(data, root, checked):
         say(f"facts: reused {path}")
         return Facts(data)
     try:
@@ -402,7 +402,7 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
     with lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file is closed
         data = _read(path)  # built by another checker while this one waited?
-        if _usable(data, root, checked):
+        if data is not None and _usable(data, root, checked):
             say(f"facts: reused {path} (built by another checker)")
             return Facts(data)
         data = build(root, checked)

@@ -23,9 +23,9 @@ class Unit:
     def __init__(self, text: str, directives: bool = True):
         self.raw = "\n" + text  # every directive, the first one too, follows a newline
         self.directives = directives
-        self._markers = None
+        self._markers: bool | None = None
         self._spans_for: dict = {}  # file predicate -> [(first original line, first, last unit line)]
-        self._names = None  # the names the unit #defines somewhere
+        self._names: set[str] | None = None  # the names the unit #defines somewhere
 
     @property
     def code(self) -> str:

@@ -41,19 +41,19 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
     clamped = (f" (max_active {at_n} is clamped to WQ_MAX_ACTIVE, {cap} on {ver}, with a pr_warn "
                f"at allocation)") if at_n is not None and at_n > cap else ""
     if rule_id == PERCPU:
-        if at_n is not None:
+        if kept is not None:
             parts.append(f"per-CPU queue: max_active is per CPU on every kernel; with {n} CPUs "
                          f"max_active = {at_n}, up to {n} x {kept} = {n * kept} in-flight items{clamped}")
     else:
         scope = api.unbound_scope(ctx.version)
         if scope == "node":
             parts.append(f"on {ver} max_active of an unbound queue is per NUMA node")
-            if at_n is not None:
+            if kept is not None:
                 parts.append(f"with {n} CPUs max_active = {at_n} on each node, "
                              f"{2 * kept} in flight on a 2-node machine{clamped}")
         elif scope == "cpu":
             parts.append(f"on {ver} max_active of an unbound queue is per CPU (636b927eba5b)")
-            if at_n is not None:
+            if kept is not None:
                 parts.append(f"with {n} CPUs max_active = {at_n}, up to {n} x {kept} = {n * kept} "
                              f"in-flight items{clamped}")
         else:
@@ -63,7 +63,7 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
             else:
                 parts.append(f"on {ver} max_active of an unbound queue is system-wide (5797b1c18919) "
                              f"but fixed at the {origin.kind} seen at allocation, not updated on CPU hotplug")
-            if at_n is not None:
+            if kept is not None:
                 parts.append(f"with {n} CPUs up to {kept} in-flight items{clamped}")
         if info.unbound == "some":
             parts.append("flags are conditional: WQ_UNBOUND in some configurations")

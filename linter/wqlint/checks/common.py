@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from wqlint.finding import Finding, Step
-from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.site import CheckContext, QueueUse, Site
 from wqlint.scan.values import steps_in
 
 
@@ -25,7 +25,7 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
     )
 
 
-def applies(site: Site, ctx: CheckContext, rule_id: str) -> bool:
+def applies(site: Site | QueueUse, ctx: CheckContext, rule_id: str) -> bool:
     rule = ctx.catalogue[rule_id]
     if rule_id in site.suppressed or rule_id in site.skip:
         return False
@@ -37,7 +37,7 @@ def applies(site: Site, ctx: CheckContext, rule_id: str) -> bool:
 
 
 def _dedupe(steps: list) -> list:
-    out = []
+    out: list[Step] = []
     for step in steps:
         if isinstance(step, Step) and not any(s.path == step.path and s.line == step.line
                                               and s.note == step.note for s in out):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from wqlint import api
+from wqlint.catalogue import Catalogue
 from wqlint.scan.values import Value, cases, decision_arms, evaluate, find_path, steps_along, walk
 
 
@@ -135,12 +136,14 @@ def internal_flags(site: Site) -> list:
     def named(node) -> str:
         m = _NAMED_RE.match(node.step.note) if node.step is not None else None
         return m.group(1) if m and m.group(1) in internal else ""
-    out = []
+    out: list[tuple[str, list]] = []
     for part in caller_flags(site):
         for node in walk(part):
             name = named(node)
             if name and all(name != n for n, _ in out):
-                out.append((name, steps_along(find_path(site.flags, lambda v, node=node: v is node))))
+                path = find_path(site.flags, lambda v, node=node: v is node)
+                assert path is not None, "walk(part) yields nodes of site.flags"
+                out.append((name, steps_along(path)))
     return out
 
 
@@ -206,7 +209,7 @@ def _missing_paths(flags: Value, bits: FlagBits) -> tuple:
 
 @dataclass
 class CheckContext:
-    catalogue: object
+    catalogue: Catalogue
     version: tuple
     version_source: str
     bits: FlagBits
