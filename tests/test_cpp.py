@@ -26,6 +26,8 @@ def unknown(name):
     ("RHEL_RELEASE_CODE >= 0x0805", None, None),
     ("LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0) ? 1 : 0", False, True),
     ("LINUX_VERSION_CODE >", None, None),
+    ("010 == 8 && 0x10 == 16 && 00 == 0", True, True),  # C's octal, not Python's int(..., 0)
+    ("LINUX_VERSION_CODE >= 08", None, None),  # not a C number
 ])
 def test_evaluate(expr, at_61, at_612):
     assert (evaluate(expr, V61, unknown), evaluate(expr, V612, unknown)) == (at_61, at_612)

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tree_sitter import Node
+
 from wqlint import api
 from wqlint.finding import Finding
 from wqlint.fix import layout
@@ -67,7 +69,7 @@ class Call:
     """One call in a file, as the edits change it."""
 
     src: SourceFile
-    node: object  # the call_expression
+    node: Node  # the call_expression
     base: int  # file offset of the chunk the node was parsed in
     name: str
     args: list  # argument texts; None for a removed argument
@@ -332,7 +334,9 @@ def render(data: bytes, rewrites: list) -> tuple:
     checkpatch is written by wqlint instead (its operands broken after '|' in place, or
     the whole call laid out again within 80 columns) and its text is returned, for the
     semantic patch to write as is."""
-    edits, merged, raw = [], [], {}
+    edits: list[Edit] = []
+    merged: list[list] = []  # [start, end, [Rewrite...]] of the statements rewritten together
+    raw: dict[int, str] = {}
     for rw in sorted(rewrites, key=lambda r: (r.start, r.end)):
         edits.extend(rw.inserts)
         if merged and rw.start < merged[-1][1]:
@@ -502,7 +506,7 @@ def cpu_ratio(node, depth: int = 0) -> Optional[tuple]:
     op = parser.text(node.child_by_field_name("operator"))
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
     num = lambda n: n.type == "number_literal" and re.fullmatch(r"[1-9]\d*[uUlL]*", parser.text(n))
-    val = lambda n: int(re.match(r"\d+", parser.text(n)).group(0))
+    val = lambda n: int(parser.text(n).rstrip("uUlL"))  # of a number num() accepts
     if op == "*":
         if num(left) and cpu_ratio(right, depth + 1) == (1, 1):
             return (val(left), 1)

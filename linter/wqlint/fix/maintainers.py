@@ -72,13 +72,14 @@ class Section:
 class _Pattern:
     """One F: or X: value; turned into get_maintainer.pl's regex when first needed."""
 
-    __slots__ = ("section", "pos", "value", "literal", "_regex", "is_dir", "slashes", "depth")
+    __slots__ = ("section", "pos", "value", "literal", "_prepared", "_regex", "is_dir", "slashes", "depth")
 
     def __init__(self, section: Section, pos: int, value: str):
         self.section, self.pos, self.value = section, pos, value
         # Every match starts with the part before the first wildcard or regex character.
         self.literal = re.split(r"[*?\[\]()+{}|^$\\]", value, maxsplit=1)[0]
-        self._regex = False  # not compiled yet; None: not a valid regex
+        self._prepared = False  # _regex not compiled yet
+        self._regex: Optional[re.Pattern[str]] = None  # None once prepared: not a valid regex
 
     def _prepare(self, root: Path):
         text = value = self.value.replace(".", "\\.").replace("*", ".*").replace("?", ".")
@@ -87,6 +88,7 @@ class _Pattern:
         self.is_dir = text.endswith("/")
         self.slashes = text.count("/")
         self.depth = -1 if text.startswith(".*") else self.slashes + (0 if self.is_dir else 1)
+        self._prepared = True
         try:
             self._regex = re.compile(text)
         except re.error:
@@ -97,7 +99,7 @@ class _Pattern:
         at its own depth."""
         if not file.startswith(self.literal):
             return False
-        if self._regex is False:
+        if not self._prepared:
             self._prepare(root)
         if self._regex is None or not self._regex.match(file):
             return False
@@ -220,7 +222,8 @@ def _cc_order(role: str) -> int:
 
 def parse_get_maintainer(output: str) -> list:
     """The addresses get_maintainer.pl printed with --roles: people, then lists."""
-    entries, seen = [], set()
+    entries: list[tuple] = []  # (order of the role, position, who)
+    seen: set[str] = set()
     for line in output.splitlines():
         line = line.strip()
         if not line:

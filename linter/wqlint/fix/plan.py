@@ -98,7 +98,9 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
     calls: dict = {}
     for f, case, why in items:
         calls.setdefault((f.line, f.col), []).append((f, case, why))
-    rewrites, fixes, sites = [], [], []
+    rewrites: list[edit_kinds.Rewrite] = []
+    placed: list[tuple[int, Fix]] = []  # (start of the call, fix)
+    sites: list[tuple[dict, int]] = []
     for key in sorted(calls):
         group = calls[key]
         try:
@@ -106,7 +108,8 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
         except edit_kinds.NoEdit as exc:
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
-        made, steps = [], []
+        made: list[tuple] = []
+        steps: list[tuple] = []
         original_args = list(call.args)
         order = list(edit_kinds.EDITS)
         for f, case, why in sorted(group, key=lambda item: order.index(item[1].edit)):
@@ -127,16 +130,17 @@ def _file_change(root: Path, rel: str, items: list, target: str, facts, result: 
         rewrites.append(edit_kinds.rewrite(call))
         callee = parser.text(call.node.child_by_field_name("function"))
         args = tuple(edit_kinds.site_text(a) for a in original_args)
-        where = dict(function=edit_kinds.enclosing_function(call.node), callee=callee, args=args,
-                     steps=tuple(steps))
+        function, call_steps = edit_kinds.enclosing_function(call.node), tuple(steps)
+        where = dict(function=function, callee=callee, args=args, steps=call_steps)
         sites.append((where, edit_kinds.count_alike(call, callee, args)))
-        fixes.extend((call.start, Fix(f, target, case.safety, why, ops, **where)) for f, case, why, ops in made)
+        placed.extend((call.start, Fix(f, target, case.safety, why, ops, function=function, callee=callee, args=args,
+                                      steps=call_steps)) for f, case, why, ops in made)
     if not rewrites:
         return None
     edits, raw = edit_kinds.render(data, rewrites)
-    for call_start, fx in fixes:
+    for call_start, fx in placed:
         fx.raw = raw.get(call_start, "")
-    fixes = [fx for _, fx in fixes]
+    fixes = [fx for _, fx in placed]
     _mark_twins(fixes, sites)
     edits.sort(key=lambda e: (e.start, e.end))
     for a, b in zip(edits, edits[1:]):

@@ -105,7 +105,7 @@ def wrap(text: str, indent: str = "", subsequent: Optional[str] = None,
 
 def paragraphs(text: str, indent: str = "") -> list:
     """Lines of a text whose paragraphs are separated by blank lines, blank between them."""
-    out = []
+    out: list[str] = []
     for para in re.split(r"\n\s*\n", text.strip()):
         lines = wrap(para, indent)
         if lines:

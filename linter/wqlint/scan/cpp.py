@@ -32,10 +32,22 @@ class Cond:
     taken: bool = True  # the directive's own branch (False: a later #elif or #else)
 
 
+@dataclass
+class _Frame:
+    """An open #if: the conditions outside it, the conditions its branches so far state
+    (line, text, expr, positive), whether it is an include guard, the conditions in force."""
+    outer: tuple
+    prior: list
+    guard: bool
+    conds: tuple
+
+
 def directives(data: bytes) -> tuple:
     """(lines, conds): the line of every conditional directive, and the conditions in force
     after it (include guards left out)."""
-    lines, out, stack = [], [], []  # stack: [conds outside, [prior exprs], guard]
+    lines: list[int] = []
+    out: list[tuple] = []
+    stack: list[_Frame] = []
     raw = data.split(b"\n")
     i = 0
     while i < len(raw):
@@ -54,7 +66,7 @@ def directives(data: bytes) -> tuple:
         rest = re.sub(r"/\*.*?\*/|//.*$", "", m.group(2).decode("utf-8", "replace")).strip()
         shown = (f"#{kind} {rest}").strip()
         lineno = first + 1
-        outer = stack[-1][3] if stack else ()
+        outer = stack[-1].conds if stack else ()
         if kind == "define":
             continue
         if kind in ("if", "ifdef", "ifndef"):
@@ -66,21 +78,21 @@ def directives(data: bytes) -> tuple:
             positive = kind != "ifndef"
             guard = kind == "ifndef" and _next_defines(raw, i, rest.split()[0] if rest.split() else "")
             conds = outer if guard else outer + (Cond(lineno, shown, expr, positive),)
-            stack.append([outer, [(lineno, shown, expr, positive)], guard, conds])
+            stack.append(_Frame(outer, [(lineno, shown, expr, positive)], guard, conds))
         elif kind in ("elif", "else") and stack:
             frame = stack[-1]
-            negated = tuple(Cond(ln, sh, ex, not pos, False) for ln, sh, ex, pos in frame[1])
+            negated = tuple(Cond(ln, sh, ex, not pos, False) for ln, sh, ex, pos in frame.prior)
             if kind == "elif":
-                frame[1].append((lineno, shown, rest, True))
-                frame[3] = frame[0] + negated + (Cond(lineno, shown, rest, True),)
+                frame.prior.append((lineno, shown, rest, True))
+                frame.conds = frame.outer + negated + (Cond(lineno, shown, rest, True),)
             else:
-                frame[3] = frame[0] if frame[2] else frame[0] + negated
+                frame.conds = frame.outer if frame.guard else frame.outer + negated
         elif kind == "endif" and stack:
             stack.pop()
         else:
             continue
         lines.append(lineno)
-        out.append(stack[-1][3] if stack else ())
+        out.append(stack[-1].conds if stack else ())
     return lines, out
 
 
@@ -115,7 +127,7 @@ class _Unknown(Exception):
 def evaluate(expr: str, version: tuple, defined) -> Optional[bool]:
     """True, False, or None when expr depends on something that cannot be decided here.
     defined(name) -> True/False/None; LINUX_VERSION_CODE and KERNEL_VERSION() are version's."""
-    tokens = []
+    tokens: list[tuple[str, int | str]] = []
     pos = 0
     expr = expr.strip()
     while pos < len(expr):
@@ -124,7 +136,12 @@ def evaluate(expr: str, version: tuple, defined) -> Optional[bool]:
             return None
         pos = m.end()
         if m.group(1):
-            tokens.append(("num", int(m.group(1), 0)))
+            digits = m.group(1)  # C: 0x hexadecimal, a leading 0 octal
+            base = 16 if digits[:2] in ("0x", "0X") else 8 if digits.startswith("0") else 10
+            try:
+                tokens.append(("num", int(digits, base)))
+            except ValueError:  # 08: not a C number
+                return None
         elif m.group(2):
             tokens.append(("id", m.group(2)))
         elif m.group(3):
@@ -275,7 +292,7 @@ class Decider:
         for this kernel; the others with their truth (None: not decided)."""
         out = []
         for cond in conditions_at(src, line):
-            nowhere = []
+            nowhere: list[str] = []
             truth = evaluate(cond.expr, self.version, lambda n, nowhere=nowhere: self.defined(n, src, nowhere))
             if truth is not None and not cond.positive:
                 truth = not truth

@@ -410,7 +410,7 @@ class Flow:
         """At the use: a decision whose arm is the same on every state is implied by getting
         here, not a condition of one value over another."""
         states = self.merge(states)
-        keys = {}
+        keys: dict[tuple, set] = {}
         for s in states:
             for c in s.guards:
                 keys.setdefault(c.key, set()).add(c.arm)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import tree_sitter
 import tree_sitter_c
@@ -27,8 +28,9 @@ def _parser() -> tree_sitter.Parser:
         try:
             parser = tree_sitter.Parser(language())
         except TypeError:  # bindings before 0.22 take the language through an attribute
-            parser = tree_sitter.Parser()
-            parser.set_language(language())
+            legacy: Any = tree_sitter.Parser()  # Any: the installed bindings type the newer API only
+            legacy.set_language(language())
+            parser = legacy
         _local.parser = parser
     return parser
 
@@ -39,11 +41,13 @@ def parse(source: bytes) -> tree_sitter.Tree:
 
 @lru_cache(maxsize=None)
 def query(name: str) -> tree_sitter.Query:
-    text = resources.files("wqlint.scan").joinpath("queries", f"{name}.scm").read_text(encoding="utf-8")
+    # One name per joinpath(): Traversable.joinpath() takes a single child before Python 3.11.
+    text = resources.files("wqlint.scan").joinpath("queries").joinpath(f"{name}.scm").read_text(encoding="utf-8")
     try:
         return tree_sitter.Query(language(), text)
-    except TypeError:
-        return language().query(text)
+    except TypeError:  # bindings that build a query through the language
+        lang: Any = language()
+        return lang.query(text)
 
 
 _MATCHES: dict = {}
@@ -65,8 +69,9 @@ def _matches(name: str, node: tree_sitter.Node) -> list:
     q = query(name)
     if hasattr(tree_sitter, "QueryCursor"):
         raw = tree_sitter.QueryCursor(q).matches(node)
-    else:
-        raw = q.matches(node)
+    else:  # bindings before 0.25 match through the query itself
+        legacy: Any = q
+        raw = legacy.matches(node)
     out = []
     for index, caps in raw:
         out.append((index, {k: (v[0] if isinstance(v, list) else v) for k, v in caps.items()}))

@@ -180,7 +180,7 @@ def _word_lines(data: bytes, word: bytes, line_at) -> list:
     """Sorted lines where word occurs as a whole word. bytes.find runs at C speed; a regex
     that starts with a lookbehind is tried at every offset, which in a preprocessed
     translation unit of several MiB costs a tenth of a second per name."""
-    out = []
+    out: list[int] = []
     n = len(word)
     if not n:
         return out

@@ -395,8 +395,8 @@ def cases(values: tuple, keys=None, mark: bool = True, dedupe: bool = True) -> l
     names = list(arms)
     for combo in itertools.product(*(arms[k] for k in names)):
         choice = dict(zip(names, combo))
-        narrowed = tuple(narrow(v, choice, mark) for v in values)
-        if any(n is None for n in narrowed):
+        narrowed = tuple(n for n in (narrow(v, choice, mark) for v in values) if n is not None)
+        if len(narrowed) < len(values):  # a value impossible under this choice
             continue
         # Decisions that change nothing for these values give the same case twice.
         if dedupe:
