@@ -30,26 +30,29 @@ class Entry:
     adds: tuple = ()  # flags a macro ORs in
     max_active: "int | None" = None  # max_active a macro passes
     legacy: bool = False  # the deprecated create_*workqueue() family
+    name_arg: int = 0  # index of the printf format of the queue's name
+    args_from: int = -1  # index of the first argument formatted into the name (-1: none, a va_list)
 
 
 ENTRIES = (
-    Entry("alloc_workqueue", 1, 2, "function", True, (2, 6, 36)),
+    Entry("alloc_workqueue", 1, 2, "function", True, (2, 6, 36), args_from=3),
     # v6.17 (fda6add92438): alloc_workqueue() became
     # `#define alloc_workqueue(...) alloc_hooks(alloc_workqueue_noprof(__VA_ARGS__))`.
-    Entry("alloc_workqueue_noprof", 1, 2, "function", False, (6, 17), "fda6add92438"),
-    Entry("alloc_workqueue_lockdep_map", 1, 2, "function", True, (6, 12)),
+    Entry("alloc_workqueue_noprof", 1, 2, "function", False, (6, 17), "fda6add92438", args_from=3),
+    Entry("alloc_workqueue_lockdep_map", 1, 2, "function", True, (6, 12), args_from=4),
     # kernel/workqueue.c's static primitive since v6.10, handed a va_list.
     Entry("__alloc_workqueue", 1, 2, "function", False, (6, 10)),
-    Entry("devm_alloc_workqueue", 2, 3, "function", True, (7, 1), "1dfc9d60a69e"),
-    Entry("devm_alloc_workqueue_noprof", 2, 3, "function", False, (7, 1), "0de4cb473aed"),
+    Entry("devm_alloc_workqueue", 2, 3, "function", True, (7, 1), "1dfc9d60a69e", name_arg=1, args_from=4),
+    Entry("devm_alloc_workqueue_noprof", 2, 3, "function", False, (7, 1), "0de4cb473aed", name_arg=1,
+          args_from=4),
     Entry("alloc_ordered_workqueue", 1, -1, "macro", True, (2, 6, 37),
-          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1, args_from=2),
     Entry("alloc_ordered_workqueue_lockdep_map", 1, -1, "macro", True, (6, 12),
-          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1, args_from=3),
     Entry("devm_alloc_ordered_workqueue", 2, -1, "macro", True, (7, 1),
-          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1, name_arg=1, args_from=3),
     Entry("drmm_alloc_ordered_workqueue", 2, -1, "macro", True, (6, 8),
-          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1),
+          adds=("WQ_UNBOUND", "__WQ_ORDERED"), max_active=1, name_arg=1, args_from=3),
     Entry("create_workqueue", -1, -1, "macro", True, (2, 6, 0),
           adds=("__WQ_LEGACY", "WQ_MEM_RECLAIM"), max_active=1, legacy=True),
     Entry("create_freezable_workqueue", -1, -1, "macro", True, (2, 6, 0),
@@ -68,6 +71,8 @@ BY_NAME = {e.name: e for e in ENTRIES}
 # macros, devm_/drmm_ helpers, a subsystem's own wrapper) is found as a wrapper of these,
 # from the tree's own definitions.
 SINKS = {e.name: (e.flags_arg, e.max_active_arg) for e in ENTRIES if e.kind == "function"}
+# Where the same functions take the printf format of the queue's name and its arguments.
+NAME_ARGS = {e.name: (e.name_arg, e.args_from) for e in ENTRIES if e.kind == "function"}
 # What callers write: the names the Coccinelle rules match (spatch reads unexpanded source).
 PUBLIC_FUNCTIONS = tuple(e.name for e in ENTRIES if e.kind == "function" and e.public)
 LEGACY_MACROS = tuple(e.name for e in ENTRIES if e.legacy)
@@ -179,10 +184,33 @@ def max_active_limit(version: Version, unbound: bool, ncpus: int) -> int:
 
 
 def wq_name_len(version: Version) -> int:
-    """WQ_NAME_LEN of kernel/workqueue.c (a name keeps WQ_NAME_LEN - 1 characters): 24 in
-    v6.1, 32 in v6.12 and later. The scanned tree's own kernel/workqueue.c wins; this stands
-    in only where it is missing."""
-    return 32 if version[:2] >= (6, 12) else 24
+    """WQ_NAME_LEN of kernel/workqueue.c: the size of wq->name, NUL included, so a name keeps
+    WQ_NAME_LEN - 1 bytes. 24 since the name became a fixed array (ecf6881ff349, v3.10); 32
+    since v6.9 (31c89007285d). The 6.6.y and 6.8.y lines had 32 only in 6.6.23-6.6.24 and
+    6.8.2-6.8.3: backported with the system-wide max_active series (a Stable-dep-of
+    5797b1c18919) and reverted with it. The scanned tree's own kernel/workqueue.c wins; this
+    stands in only where it is missing."""
+    return 32 if name_truncation_warns(version) else 24
+
+
+def name_truncation_warns(version: Version) -> bool:
+    """Whether __alloc_workqueue() says so when the formatted name does not fit (from
+    31c89007285d, v6.9: `name_len = vsnprintf(wq->name, ...)`, then
+    `pr_warn_once("workqueue: name exceeds WQ_NAME_LEN. Truncating to: %s\\n", wq->name)`,
+    once per boot); before, vsnprintf() truncates the name silently. Checked in the trees:
+    6.1 silent with 24, 6.12 and 7.3 warn with 32."""
+    v = tuple(version) + (0,) * (3 - len(version))
+    if v[:2] == (6, 6):
+        return 23 <= v[2] <= 24
+    if v[:2] == (6, 8):
+        return 2 <= v[2] <= 3
+    return v[:2] >= (6, 9)
+
+
+def name_is_array(version: Version) -> bool:
+    """wq->name is a char array of WQ_NAME_LEN since ecf6881ff349 (v3.10); before it was the
+    caller's pointer, never truncated."""
+    return tuple(version)[:2] >= (3, 10)
 
 
 def affinity_flags_enforced(version: Version) -> bool:

@@ -52,7 +52,7 @@ from wqlint.check import names
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
 # checker process, and those imports would cost more than reading the facts.
 
-FORMAT = 3
+FORMAT = 4
 FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
 
@@ -112,7 +112,7 @@ def _dec_step(s, path_of):
 
 
 def encode_value(value, memo: dict) -> list:
-    from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Tunable, Unknown
+    from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Str, Tunable, Unknown
     key = id(value)
     if key in memo:
         return memo[key]
@@ -123,6 +123,8 @@ def encode_value(value, memo: dict) -> list:
         out = ["n", s, value.kind, value.static_max]
     elif isinstance(value, Unknown):
         out = ["u", s, value.why]
+    elif isinstance(value, Str):
+        out = ["s", s, value.text.decode("latin-1")]
     elif isinstance(value, Param):
         out = ["p", s, value.function, value.index, value.name]
     elif isinstance(value, Tunable):
@@ -141,7 +143,7 @@ def encode_value(value, memo: dict) -> list:
 
 def decode_value(data, path_of):
     """The value encoded as data, with every step's path passed through path_of."""
-    from wqlint.scan.values import Alt, Cond, Const, CpuCount, Op, Param, Tunable, Unknown
+    from wqlint.scan.values import Alt, Cond, Const, CpuCount, Op, Param, Str, Tunable, Unknown
 
     def dec(d):
         kind, s = d[0], _dec_step(d[1], path_of)
@@ -151,6 +153,8 @@ def decode_value(data, path_of):
             return CpuCount(s, d[2], d[3])
         if kind == "p":
             return Param(s, d[2], d[3], d[4])
+        if kind == "s":
+            return Str(s, d[2].encode("latin-1"))
         if kind == "t":
             return Tunable(s, dec(d[2]), d[3])
         if kind == "o":
@@ -175,7 +179,24 @@ def encode_site(site) -> dict:
             "prefix": [_enc_step(s) for s in site.prefix], "via": list(site.via),
             "suppressed": sorted(site.suppressed), "only": sorted(site.only) if site.only is not None else None,
             "skip": sorted(site.skip), "function": site.function, "queue": site.queue,
-            "args": [site.flags_arg, site.max_active_arg]}
+            "args": [site.flags_arg, site.max_active_arg], "name": _enc_name(site.name, memo)}
+
+
+def _enc_name(name, memo):
+    if name is None:
+        return None
+    return {"fmt": encode_value(name.fmt, memo), "args": [encode_value(a, memo) for a in name.args],
+            "rest": encode_value(name.rest, memo) if name.rest is not None else None,
+            "step": _enc_step(name.step)}
+
+
+def _dec_name(d, path_of):
+    from wqlint.scan.site import NameArgs
+    if not d:
+        return None
+    return NameArgs(decode_value(d["fmt"], path_of), tuple(decode_value(a, path_of) for a in d["args"]),
+                    decode_value(d["rest"], path_of) if d["rest"] is not None else None,
+                    _dec_step(d["step"], path_of))
 
 
 def decode_site(d: dict, path: str, path_of):
@@ -186,7 +207,8 @@ def decode_site(d: dict, path: str, path_of):
                 suppressed=frozenset(d["suppressed"]),
                 only=frozenset(d["only"]) if d["only"] is not None else None, skip=frozenset(d["skip"]),
                 function=d.get("function", ""), queue=d.get("queue", ""),
-                flags_arg=d.get("args", (-1, -1))[0], max_active_arg=d.get("args", (-1, -1))[1])
+                flags_arg=d.get("args", (-1, -1))[0], max_active_arg=d.get("args", (-1, -1))[1],
+                name=_dec_name(d.get("name"), path_of))
 
 
 # -- the facts --------------------------------------------------------------------------------

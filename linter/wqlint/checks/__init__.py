@@ -1,7 +1,7 @@
 """The rules: one module per rule, named after its id, found through REGISTRY.
 
 A rule module defines RULE (its id in rules.yaml), READS (the parts of a site it judges:
-"flags", "max_active" of an allocation Site, or "queue" of a QueueUse: a queue named at a call
+"flags", "max_active", "name" of an allocation Site, or "queue" of a QueueUse: a queue named at a call
 that takes one) and check(site, ctx) -> list of Finding. The scanner only resolves
 sites; nothing outside this package names a rule.
 """
@@ -23,6 +23,8 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
 # Rules that read only the flags: judged where the flags are known, even when max_active of
 # the same call still comes from a wrapper's caller.
 FLAGS_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozenset({"flags"}))
+# Rules that read only the queue's name: judged where the name is known (engine._expand).
+NAME_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozenset({"name"}))
 _ON_USES = tuple(m for m in REGISTRY.values() if "queue" in m.READS)
 _ON_SITES = tuple(m for m in REGISTRY.values() if "queue" not in m.READS)
 

@@ -21,12 +21,14 @@ from wqlint.scan.cpp import Decider
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, Resolver, Scope, calls_named, related, scope_of, _short
-from wqlint.scan.site import CheckContext, FlagBits, QueueUse, Site
+from wqlint.scan.site import CheckContext, FlagBits, NameArgs, QueueUse, Site
 from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
+NAME_ARGS = api.NAME_ARGS  # name -> (index of the name's format, of its first argument)
 API_HEADER = "include/linux/workqueue.h"
+WORKQUEUE_C = "kernel/workqueue.c"  # WQ_NAME_LEN and what __alloc_workqueue() does with a long name
 MAX_ROUNDS = 12
 MAX_CALLS_PER_FILE = 400  # allocation calls in one file (the kernel's most: a few dozen)
 MAX_WRAPPER_DEPTH = 6
@@ -264,6 +266,7 @@ class Engine:
                     try:
                         flags = self._argument(args, fi, scope, spread, line, src)
                         max_active = self._argument(args, mi, scope, spread, line, src)
+                        name = self._name(sink, args, scope, spread, line, src)
                         step = Step(rel, line, src.line_text(line).strip(),
                                     f"{sink}(flags '{_arg_text(args, fi, spread)}', "
                                     f"max_active '{_arg_text(args, mi, spread)}')")
@@ -271,7 +274,7 @@ class Engine:
                         chosen = [v.step for v in walk(flags) if v.step in self.resolver.conditional_steps]
                         found = self._expand(sink, call, chunk, scope, flags, max_active,
                                              [step] + self._condition_steps(src, conds) + list(dict.fromkeys(chosen)),
-                                             [], 0, (fi, mi))
+                                             [], 0, (fi, mi), name)
                     except Exception as exc:  # a bug must cost this call, not the run
                         self.errors.append(InternalError.of(f"{rel}:{line}", exc))
                         continue
@@ -363,6 +366,44 @@ class Engine:
                               f"through {name.split('[')[0]}"), scope.name, index, name)
         return self.resolver.resolve(args[i], scope)
 
+    def _name(self, sink, args, scope: Scope, spread, line, src) -> Optional[NameArgs]:
+        """The queue's name at a call of sink: its format and the arguments after it
+        (api.NAME_ARGS), those a variadic macro spreads still to come from its callers."""
+        ni, ai = NAME_ARGS[sink]
+        if spread is None and ni >= len(args):
+            return None
+        fmt = self._argument(args, ni, scope, spread, line, src)
+        values, rest = [], None
+        if ai >= 0:
+            if spread is None:
+                values = [self.resolver.resolve(a, scope) for a in args[ai:]]
+            else:
+                values = [self._argument(args, i, scope, spread, line, src) for i in range(ai, spread)]
+                first = len(scope.params) - 1 + max(ai - spread, 0)
+                rest = Param(Step(src.rel, line, src.line_text(line).strip(),
+                                  f"the name's arguments are those of {scope.name}() from argument {first + 1}"),
+                             scope.name, first, scope.params[-1])
+        step = Step(src.rel, line, src.line_text(line).strip(), f"{sink}() name '{_arg_text(args, ni, spread)}'")
+        return NameArgs(fmt, tuple(values), rest, step)
+
+    def _bind_name(self, name, bind, scope: Scope, cargs, cscope: Scope) -> Optional[NameArgs]:
+        """The name at a caller of the wrapper scope: its parameters bound to the caller's
+        arguments, and the variable arguments it spreads taken from the call."""
+        if name is None:
+            return None
+        values = [substitute(v, bind) for v in name.args]
+        rest = name.rest
+        if rest is not None and rest.function == scope.name:
+            cspread = _variadic_forward(cargs, cscope, cscope.chunk)
+            first, rest = rest, None
+            for k in range(first.index, len(cargs)):
+                if cspread is not None and k >= cspread:
+                    rest = Param(first.step, cscope.name, len(cscope.params) - 1 + (k - cspread),
+                                 cscope.params[-1])
+                    break
+                values.append(bind(Param(first.step, scope.name, k, f"{first.name}[{k - first.index}]")))
+        return NameArgs(substitute(name.fmt, bind), tuple(values), rest, name.step)
+
     def _is_declaration(self, chunk, sink, line) -> bool:
         text = chunk.source.line_text(line)
         # A prototype or a definition: its first parameter starts with a type.
@@ -370,29 +411,39 @@ class Engine:
                               + r"\s*\(\s*(const|struct|unsigned|int|char|void)\b", text)
                     or re.search(r"\*\s*\n?\s*" + sink + r"\s*\(", text) and "const char" in text)
 
-    def _expand(self, entry, call, chunk, scope: Scope, flags, max_active, prefix, via, depth, args_at) -> list:
+    def _expand(self, entry, call, chunk, scope: Scope, flags, max_active, prefix, via, depth, args_at,
+                name=None) -> list:
         """Sites for one call: here, or at each caller when it forwards parameters.
 
         args_at: the indices of the arguments of this call that carry flags and max_active."""
         mine = [p for p in params(flags) + params(max_active) if p.function == scope.name]
+        named = [p for p in _name_params(name) if p.function == scope.name]
+        # A function that forwards only the name: every other rule is judged here, the name's
+        # at each caller.
+        name_only = not mine and bool(named) and scope.kind == "function"
         # A macro expands where it is used, so its call sites are the allocations even when
         # it forwards nothing into flags or max_active (create_freezable_workqueue()).
-        if (not mine and scope.kind != "macro") or not scope.name or scope.kind == "file" \
+        if (not mine and not name_only and scope.kind != "macro") or not scope.name or scope.kind == "file" \
                 or depth >= MAX_WRAPPER_DEPTH:
-            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)]
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
         callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
                                            keep=self._reachable if self.focus is not None else None)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
-        if flags_here and callers:
-            here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)
-            here.only = checks.FLAGS_ONLY
+        # Rules whose part is decided in this function are judged here, once, not per caller.
+        here_rules = (checks.FLAGS_ONLY if flags_here else frozenset()) | \
+            (checks.NAME_ONLY if scope.kind == "function" and not named else frozenset())
+        if name_only:
+            here_rules = checks.RULE_IDS - checks.NAME_ONLY
+        if here_rules and callers:
+            here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)
+            here.only = here_rules
             out.append(here)
         outer_at = (_forwarded_index(flags, scope.name), _direct_param_index(max_active, scope.name))
         for ccall, cscope in callers:
             rel = cscope.src.rel
             cargs = [a for a in ccall.child_by_field_name("arguments").named_children if a.type != "comment"]
-            if not self.in_targets(rel) and cscope.kind != "macro" and not self._forwards(cargs, cscope, mine):
+            if not self.in_targets(rel) and cscope.kind != "macro" and not self._forwards(cargs, cscope, mine + named):
                 continue
             if self._outside_focus(rel) and cscope.name not in self.focus_words:
                 continue
@@ -417,15 +468,18 @@ class Engine:
                 return Alt(p.step, (bound[key],), "")
             nflags = substitute(flags, bind)
             nmax = substitute(max_active, bind)
+            nname = self._bind_name(name, bind, scope, cargs, cscope)
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
                                      [step] + self._condition_steps(cscope.src, conds) + prefix,
-                                     [scope.name] + via, depth + 1, outer_at):
-                if flags_here:
-                    site.skip = site.skip | checks.FLAGS_ONLY
+                                     [scope.name] + via, depth + 1, outer_at, nname):
+                if name_only:
+                    site.only = checks.NAME_ONLY if site.only is None else site.only & checks.NAME_ONLY
+                else:
+                    site.skip = site.skip | here_rules
                 out.append(site)
         if not callers:
-            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope)]
+            return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
         return out
 
     def _condition_steps(self, src, conds) -> list:
@@ -453,7 +507,7 @@ class Engine:
                     return True
         return False
 
-    def _site(self, entry, call, chunk, flags, max_active, prefix, via, args_at, scope) -> Site:
+    def _site(self, entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name_args=None) -> Site:
         name = call.child_by_field_name("function")
         src = chunk.source
         line = chunk.line_of(name)
@@ -467,7 +521,7 @@ class Engine:
                     function=scope.name if scope.kind == "function" else "",
                     queue=" ".join(parser.text(named).split()) if named is not None else "",
                     end_line=line + call.end_point[0] - name.start_point[0],
-                    arg_texts=tuple(" ".join(parser.text(a).split()) for a in args))
+                    arg_texts=tuple(" ".join(parser.text(a).split()) for a in args), name=name_args)
 
     @staticmethod
     def _suppressed(src, line) -> frozenset:
@@ -534,10 +588,34 @@ class Engine:
         text = header_text
         declared = frozenset(n for n in api.DEPRECATED_SYSTEM_QUEUES.values()
                              if re.search(rb"\b" + n.encode() + rb"\b", text))
+        name_len, warns, where = self._name_len()
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
                             has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
                             ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared,
-                            api_files=frozenset(self.api_files))
+                            api_files=frozenset(self.api_files), name_len=name_len, name_warns=warns,
+                            name_len_step=where)
+
+    def _name_len(self) -> tuple:
+        """(WQ_NAME_LEN, whether __alloc_workqueue() warns about a longer name, the Step where
+        the tree says so) from the tree's own kernel/workqueue.c; without one, what the API
+        description says of the version (and no Step)."""
+        rel = WORKQUEUE_C
+        if self.kernel is not None:
+            rel = KERNEL_PREFIX + WORKQUEUE_C
+            known = self.kernel.find(WORKQUEUE_C) is not None
+        else:
+            known = rel in self.index.files or rel in self.index.preloaded or (self.root / rel).is_file()
+        src = self.index.source(rel) if known else None
+        m = re.search(rb"^\s*WQ_NAME_LEN\s*=\s*(\d+)\s*,", src.data, re.M) if src is not None else None
+        if m is None:
+            return api.wq_name_len(self.version), api.name_truncation_warns(self.version), None
+        line = src.data.count(b"\n", 0, m.start(1)) + 1
+        warns = re.search(rb"if\s*\(\s*\w+\s*>=\s*WQ_NAME_LEN\s*\)\s*pr_warn", src.data) is not None
+        size = int(m.group(1))
+        note = (f"WQ_NAME_LEN = {size}: wq->name keeps {size - 1} bytes"
+                + ("; __alloc_workqueue() warns once (pr_warn_once) when the name is cut" if warns
+                   else "; a longer name is cut silently"))
+        return size, warns, Step(src.rel, line, src.line_text(line).strip(), note)
 
     def _hidden_note(self) -> None:
         """The search skips hidden directories (.tmp_versions, a vendor's .foo/): say so, once,
@@ -716,6 +794,14 @@ def _variadic_forward(args, scope: Scope, chunk):
     if args and args[-1].type == "identifier" and parser.text(args[-1]) == scope.params[-1]:
         return len(args) - 1
     return None
+
+
+def _name_params(name) -> list:
+    """The parameters of wrappers a queue's name still depends on."""
+    if name is None:
+        return []
+    out = params(name.fmt) + [p for v in name.args for p in params(v)]
+    return out + ([name.rest] if name.rest is not None else [])
 
 
 def _forwarded_index(flags, function: str) -> int:

@@ -19,7 +19,7 @@ from wqlint.scan.index import TreeIndex, definition_root
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import Chunk, SourceFile
 from wqlint.scan.values import (
-    Alt, Cond, Const, CpuCount, Op, Param, Tunable, Unknown, Value, cpu_path, substitute,
+    Alt, Cond, Const, CpuCount, Op, Param, Str, Tunable, Unknown, Value, cpu_path, substitute,
 )
 from wqlint.scan.flow import Flow, Keys
 
@@ -52,6 +52,43 @@ def parse_int(text: str) -> Optional[int]:
     if digits.startswith("0") and len(digits) > 1:
         return int(digits, 8)
     return int(digits)
+
+
+_ESCAPES = {"n": 10, "t": 9, "r": 13, "a": 7, "b": 8, "f": 12, "v": 11, "\\": 92, "'": 39, '"': 34,
+            "?": 63, "e": 27}
+
+
+def c_string(text: str) -> Optional[bytes]:
+    """The bytes of a C string literal as written ("..." with escapes); None for a wide or
+    other prefixed literal, or an escape wqlint does not know."""
+    if len(text) < 2 or not text.startswith('"') or not text.endswith('"'):
+        return None
+    body, out, i = text[1:-1], bytearray(), 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            out += ch.encode("utf-8")
+            i += 1
+            continue
+        nxt = body[i + 1:i + 2]
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt == "x":
+            m = re.match(r"[0-9a-fA-F]+", body[i + 2:])
+            if m is None:
+                return None
+            out.append(int(m.group(0), 16) & 0xFF)
+            i += 2 + len(m.group(0))
+        elif nxt.isdigit():
+            m = re.match(r"[0-7]{1,3}", body[i + 1:])
+            if m is None:
+                return None
+            out.append(int(m.group(0), 8) & 0xFF)
+            i += 1 + len(m.group(0))
+        else:
+            return None
+    return bytes(out)
 
 
 def declarator_name(node) -> Optional[str]:
@@ -292,6 +329,13 @@ class Resolver:
             return self._field(node, scope, depth, seen, expand_params)
         if t in ("sizeof_expression", "alignof_expression"):
             return Unknown(None, "sizeof")
+        if t == "string_literal":
+            text = c_string(parser.text(node))
+            return Str(None, text) if text is not None else Unknown(None, f"literal {_short(parser.text(node))}")
+        if t == "concatenated_string":  # "a" "b", or DRV_NAME "_wq": joined at compile time
+            parts = tuple(self.resolve(c, scope, depth, seen, expand_params) for c in node.named_children
+                          if c.type != "comment")
+            return Op(None, "cat", parts)
         return Unknown(None, f"{t.replace('_', ' ')} '{_short(parser.text(node))}'")
 
     # -- helpers ---------------------------------------------------------------------------

@@ -7,7 +7,20 @@ from typing import Optional
 
 from wqlint import api
 from wqlint.catalogue import Catalogue
-from wqlint.scan.values import Value, cases, decision_arms, evaluate, find_path, steps_along, walk
+from wqlint.scan.values import Param, Value, cases, decision_arms, evaluate, find_path, steps_along, walk
+
+
+@dataclass(frozen=True)
+class NameArgs:
+    """The queue's name as the call makes it: the printf format and the arguments formatted
+    into it (api.NAME_ARGS), resolved like flags and max_active, through wrappers."""
+
+    fmt: Value
+    args: tuple = ()  # Values of the arguments after the format, in order
+    # The variable arguments of a variadic macro (its parameter at this index and after) not
+    # yet bound: they come from the macro's callers. None once every argument is known.
+    rest: Optional[Param] = None
+    step: Optional[object] = None  # the Step naming the format argument at the sink
 
 
 @dataclass
@@ -32,6 +45,7 @@ class Site:
     queue: str = ""
     end_line: int = 0  # last line of the reported call
     arg_texts: tuple = ()  # the reported call's arguments as written
+    name: Optional[NameArgs] = None  # the queue's name: format and arguments
 
 
 def paths(site: Site) -> list:
@@ -219,6 +233,11 @@ class CheckContext:
     max_cpus: int = 512  # the largest machine max-active-over-limit considers
     declared: frozenset = frozenset()  # the API header's names of interest (system queues)
     api_files: frozenset = frozenset()  # where the API itself is implemented (kernel/workqueue.c)
+    # WQ_NAME_LEN and whether a longer name is warned about: from the tree's kernel/workqueue.c
+    # (name_len_step shows where), else api.wq_name_len() / api.name_truncation_warns().
+    name_len: int = 32
+    name_warns: bool = True
+    name_len_step: Optional[object] = None
 
     def defines(self, symbol: str) -> bool:
         """Does the tree's include/linux/workqueue.h define or declare symbol?"""

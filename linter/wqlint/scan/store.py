@@ -40,7 +40,7 @@ from typing import Optional
 
 from wqlint import __version__
 
-FORMAT = 3
+FORMAT = 4
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 RACY_NS = 2_000_000_000
 

@@ -39,6 +39,15 @@ class Unknown(Value):
 
 
 @dataclass(frozen=True)
+class Str(Value):
+    """The bytes of a C string literal, escapes decoded (a workqueue's name). Adjacent
+    literals and macros are joined by Op "cat"; evaluate() knows no strings: they are read by
+    strings_of()."""
+
+    text: bytes
+
+
+@dataclass(frozen=True)
 class Param(Value):
     function: str
     index: int  # position of the parameter (for macros: of the macro parameter)
@@ -181,6 +190,35 @@ def _combine(value: Value, got: list) -> tuple:
         if len(out) > MAX_SET:
             break
     return out, complete
+
+
+def strings_of(value: Value, distrust=lambda v: False) -> tuple:
+    """(set of the byte strings value can be, complete): Str leaves, alternatives and "cat"
+    joins. complete is False when a part is no string wqlint knows (a parameter, an unknown,
+    a number) or a node distrust(node) rejects."""
+    if distrust(value):
+        return set(), False
+    if isinstance(value, Str):
+        return {value.text}, True
+    if isinstance(value, Alt):
+        out, complete = set(), True
+        for o in value.options:
+            got, ok = strings_of(o, distrust)
+            out |= got
+            complete = complete and ok
+        return out, complete
+    if isinstance(value, Op) and value.op == "cat":
+        acc, complete = {b""}, True
+        for part in value.args:
+            got, ok = strings_of(part, distrust)
+            if not got:
+                return set(), False
+            complete = complete and ok
+            acc = {a + b for a in acc for b in got}
+            if len(acc) > MAX_SET:
+                return set(), False
+        return acc, complete
+    return set(), False
 
 
 def children(value: Value) -> tuple:
