@@ -44,26 +44,35 @@ def check(site: Site, ctx: CheckContext) -> list:
     formats, complete = strings_of(site.name.fmt, _distrusted)
     if not formats or not complete:
         return []  # the format itself does not resolve: undecided
-    measured = [_measure(fmt, site.name) for fmt in sorted(formats)]
-    if any(m is None for m in measured):
-        return []  # a conversion wqlint does not read
+    measured = []
+    for fmt in sorted(formats):
+        parts = _measure(fmt, site.name)
+        if parts is None:
+            return []  # a conversion wqlint does not read
+        measured.append(parts)
     los = [sum(p.lo for p in parts) for parts in measured]
-    his = [None if any(p.hi is None for p in parts) else sum(p.hi for p in parts) for parts in measured]
-    chain = list(site.prefix) + [site.name.step] + _name_steps(site)
+    his = [_total_hi(parts) for parts in measured]
+    chain = list(site.prefix) + [site.name.step] + _name_steps(site.name)
     if ctx.name_len_step is not None:
         chain.append(ctx.name_len_step)
     if min(los) >= limit:
         parts = measured[los.index(min(los))]
         detail = _detail(parts, min(los), None, limit, site)
         return [finding(site, ctx, RULE, detail, chain, role="name")]
-    if all(h is not None for h in his) and max(his) >= limit:
+    bounded = [h for h in his if h is not None]
+    if len(bounded) == len(his) and max(bounded) >= limit:
         # Only some values of the arguments make it too long: every part is bounded, so this
         # is a real possibility, not a guess; said as a note.
-        i = his.index(max(his))
-        detail = _detail(measured[i], los[i], his[i], limit, site)
+        i = bounded.index(max(bounded))
+        detail = _detail(measured[i], los[i], bounded[i], limit, site)
         f = finding(site, ctx, RULE, detail, chain, case="possible", role="name")
         return [replace(f, severity="note")]
     return []
+
+
+def _total_hi(parts) -> Optional[int]:
+    his = [p.hi for p in parts]
+    return None if None in his else sum(h for h in his if h is not None)
 
 
 def _distrusted(value) -> bool:
@@ -119,7 +128,7 @@ def _measure(fmt: bytes, name) -> Optional[list]:
         elif conv in _INTS:
             part = _number(arg, conv, p, flags)
         elif conv == b"p":
-            ext = re.match(rb"[a-zA-Z0-9]*", fmt[at:]).group(0)
+            ext = re.findall(rb"^[a-zA-Z0-9]*", fmt[at:])[0]
             at += len(ext)  # the kernel's %p extensions (%pOF, %pM...): their letters are no text
             part = Part(0, None, None, f"%p{ext.decode()}")
         else:
@@ -167,9 +176,9 @@ def _number(arg, conv, prec, flags) -> Part:
     return Part(min(lens), max(lens), next(iter(texts)) if len(texts) == 1 else None)
 
 
-def _name_steps(site: Site) -> list:
-    out = steps_in(site.name.fmt)
-    for a in site.name.args:
+def _name_steps(name) -> list:
+    out = steps_in(name.fmt)
+    for a in name.args:
         out += [s for s in steps_in(a) if s not in out]
     return out
 

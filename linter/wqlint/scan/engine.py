@@ -607,7 +607,7 @@ class Engine:
             known = rel in self.index.files or rel in self.index.preloaded or (self.root / rel).is_file()
         src = self.index.source(rel) if known else None
         m = re.search(rb"^\s*WQ_NAME_LEN\s*=\s*(\d+)\s*,", src.data, re.M) if src is not None else None
-        if m is None:
+        if src is None or m is None:
             return api.wq_name_len(self.version), api.name_truncation_warns(self.version), None
         line = src.data.count(b"\n", 0, m.start(1)) + 1
         warns = re.search(rb"if\s*\(\s*\w+\s*>=\s*WQ_NAME_LEN\s*\)\s*pr_warn", src.data) is not None
