@@ -161,6 +161,7 @@ class Report:
     kernel_version: tuple = (0, 0, 0)
     kernel_version_source: str = ""
     files_scanned: int = 0
+    grep_rounds: int = 0  # searches of the tree the scan made (none when the index answered)
 
     def exit_code(self) -> int:
         if self.errors:

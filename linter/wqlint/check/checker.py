@@ -54,7 +54,7 @@ class Checker:
     """One invocation: inv (an args.Invocation) in, findings (with the CONFIG_ options they
     hang on) and notes out."""
 
-    def __init__(self, inv, catalogue, kernel_version, ncpus, max_cpus, use_facts):
+    def __init__(self, inv, catalogue, kernel_version, ncpus, max_cpus, use_facts) -> None:
         self.inv = inv
         self.catalogue = catalogue
         self.kernel_version = kernel_version

@@ -22,7 +22,7 @@ from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, NameArgs, QueueUse, Site
-from wqlint.scan.source import SourceError, call_digest, is_c_source, read_source, relpath
+from wqlint.scan.source import Chunk, SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
@@ -453,7 +453,7 @@ class Engine:
             dead, conds = self.cpp.state(cscope.src, cline)
             if dead:  # a call of the wrapper that is not compiled for this kernel
                 continue
-            bound = {}
+            bound: dict[int, Alt] = {}
 
             def bind(p: Param, cargs=cargs, cscope=cscope, cline=cline, bound=bound, rel=rel):
                 if p.function != scope.name or p.index >= len(cargs):
@@ -525,7 +525,7 @@ class Engine:
 
     @staticmethod
     def _suppressed(src, line) -> frozenset:
-        ids = set()
+        ids: set[str] = set()
         for ln in (line - 1, line):
             m = _SUPPRESS_RE.search(src.line_text(ln))
             if m:
@@ -538,7 +538,8 @@ class Engine:
     # -- run ---------------------------------------------------------------------------------
     def _bits(self, near: Optional[str] = None) -> FlagBits:
         """The WQ_* values as the API header defines them (or as the file near sees them)."""
-        scope = Scope(self.index.source(near or self.api_header) or next(iter(self.index.files.values())), None)
+        src = self.index.source(near or self.api_header) or next(iter(self.index.files.values()))
+        scope = Scope(src, Chunk(src, 1, src.nlines))  # the file's own level (parsed only if used)
         def val(name):
             v = self.resolver.symbol(name, scope, 0, frozenset())
             got, _ = evaluate(v, 1)
@@ -649,7 +650,7 @@ class Engine:
         sites = self.sites()
         bits = self._bits()
         uses = self._queue_uses()
-        read = {rel: None for rel in self.index.files if not rel.startswith("<")}
+        read: dict[str, Optional[bytes]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
         if self.store is not None:
             from wqlint.scan.store import digest

@@ -251,7 +251,7 @@ class Flow:
             (no, alt, self.step(node, f"'{shown}' is false")),
         ], states)
 
-    def switch_stmt(self, node, states):
+    def switch_stmt(self, node, states) -> list:
         cond = node.child_by_field_name("condition")
         states = self.expr(cond, states)
         body = node.child_by_field_name("body")

@@ -49,7 +49,7 @@ class TreeFiles:
         """rel paths of the .c/.h files in reldir (and below, when recursive)."""
         base = self.root / reldir if reldir else self.root
         if recursive:
-            got = []
+            got: list[str] = []
             for dirpath, dirs, names in os.walk(base):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 got.extend(relpath(Path(dirpath, n), self.root) for n in sorted(names)
@@ -137,12 +137,12 @@ class TreeIndex:
         # read without the size limit: a preprocessed translation unit (wqlint check).
         self.preloaded = dict(preloaded or {})
         self.exclude = exclude
-        self._units = None
+        self._units: Optional[list[str]] = None
         self._dir_cache: dict = {}
         self._lines: dict = {}  # (rel, line) -> bytes, as the search printed them
         self._def_cover: dict = {}  # token -> scopes its definitions were searched in
         self._def_want: dict = {}  # token -> scopes still to search
-        self._bases = None
+        self._bases: Optional[list[str]] = None
 
     # -- files -------------------------------------------------------------------------
     def source(self, rel: str) -> Optional[SourceFile]:
@@ -190,7 +190,7 @@ class TreeIndex:
 
     def word_occurrences_in(self, files, token: str) -> list:
         """[(rel, line)] of token as a word in the given files (read on demand)."""
-        out = []
+        out: list[tuple[str, int]] = []
         for rel in files:
             src = self.source(rel)
             if src is not None:
@@ -327,7 +327,7 @@ class TreeIndex:
 
     def fetch(self, tokens: list, defs: bool = False) -> None:
         self.grep_rounds += 1
-        results = {t: [] for t in tokens}
+        results: dict[str, list] = {t: [] for t in tokens}
         wanted = {t.encode() for t in tokens}
         regex = None  # the plain strings: see SEARCH_CHUNK
         paths = None
@@ -357,9 +357,9 @@ class TreeIndex:
                     continue
                 results[ident.decode()].append((rel, line))
                 lines[(rel, line)] = content
-        for key, content in lines.items():
-            if not self._shadowed(key[0]):
-                self._lines[key] = content
+        for at, content in lines.items():
+            if not self._shadowed(at[0]):
+                self._lines[at] = content
         for token, occ in results.items():
             key = ("def", token) if defs else token
             if self.store is not None:
@@ -406,7 +406,7 @@ class TreeIndex:
                     out.append(w)
             elif (self.root / w).exists():
                 out.append(w)
-        kept = []
+        kept: list[str] = []
         for p in sorted(set(out)):
             if not any(p.startswith(k + "/") for k in kept):
                 kept.append(p)

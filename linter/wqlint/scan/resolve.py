@@ -12,9 +12,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tree_sitter import Node
+
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
+from wqlint.scan.cpp import Decider
 from wqlint.scan.index import TreeIndex, definition_root
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import Chunk, SourceFile
@@ -131,7 +134,7 @@ class Scope:
 
     src: SourceFile
     chunk: Chunk
-    node: object = None  # function_definition node, or the macro's synthetic function
+    node: Optional[Node] = None  # function_definition node, or the macro's synthetic function
     name: str = ""
     kind: str = "file"  # function | macro | file
     params: list = field(default_factory=list)
@@ -242,7 +245,7 @@ class Resolver:
         self._struct_cache: dict = {}
         self.budget = SITE_BUDGET
         self.home = ""  # the file of the allocation being resolved
-        self.cpp = None  # scan.cpp.Decider: definitions in branches not compiled are not used
+        self.cpp: Optional[Decider] = None  # definitions in branches not compiled are not used
         self.conditional_steps: set = set()  # steps of definitions chosen by a decided #if
 
     def new_round(self) -> None:
@@ -341,12 +344,13 @@ class Resolver:
     # -- helpers ---------------------------------------------------------------------------
     def keys(self, scope: Scope) -> Keys:
         """The identity of the decisions in scope's body (see values.Cond)."""
-        if scope.node is None:
+        node = scope.node
+        if node is None:
             return Keys(None, (scope.src.rel, "file"))
-        fn = (scope.src.rel, scope.chunk.first_line, scope.node.start_byte)
+        fn = (scope.src.rel, scope.chunk.first_line, node.start_byte)
         got = self._keys.get(fn)
         if got is None:
-            got = self._keys[fn] = Keys(scope.node.child_by_field_name("body"), fn)
+            got = self._keys[fn] = Keys(node.child_by_field_name("body"), fn)
         return got
 
     def flow(self, scope: Scope, use, is_target, declares) -> Optional[list]:
@@ -355,8 +359,9 @@ class Resolver:
         if body is None:
             return None
         dead = None
-        if self.cpp is not None:
-            dead = lambda n: self.cpp.state(scope.src, scope.chunk.line_of(n))[0]
+        cpp = self.cpp
+        if cpp is not None:
+            dead = lambda n: cpp.state(scope.src, scope.chunk.line_of(n))[0]
         return Flow(body, use, is_target, declares, lambda n, note: self._step(scope, n, note),
                     self.keys(scope), dead).run()
 
@@ -368,7 +373,7 @@ class Resolver:
         # In the order of the text, as the assignments were listed before paths were told apart.
         states = sorted(states, key=lambda st: st.defs[-1].node.start_byte if st.defs else -1)
         for st in states:
-            v = None
+            v: Optional[Value] = None
             for d in st.defs:
                 if d.node.id not in memo:
                     memo[d.node.id] = self.resolve(d.rhs, scope, depth + 1, seen, expand_params)
@@ -377,6 +382,7 @@ class Resolver:
                     rhs = Op(None, d.op[:-1], (v if v is not None else unset(d.node), rhs))
                 v = Alt(self._step(scope, d.node, f"{label} = '{_short(parser.text(d.rhs))}'"), (rhs,),
                         "assignment")
+            assert v is not None, "Flow.run() keeps only the paths with an assignment"
             options.append(v)
         if len(options) == 1:
             return options[0]
@@ -563,7 +569,7 @@ class Resolver:
         chunk.macro_kind = "macro"
         chunk.macro_params = [_macro_param(p) for p in (plist or [])]
         chunk.macro_is_function = plist is not None
-        chunk.macro_variadic = bool(plist) and plist[-1].endswith("...")
+        chunk.macro_variadic = plist is not None and len(plist) > 0 and plist[-1].endswith("...")
         chunk.shifted = len(head) != width  # columns on the first line are not exact
         self._macro_chunks[key] = chunk
         return chunk
@@ -626,7 +632,9 @@ class Resolver:
         return self.symbol(name, scope, depth + 1, seen)
 
     def _local(self, name, use, scope: Scope, depth, seen, expand_params) -> Value:
-        key = ("local", scope.src.rel, scope.chunk.first_line, scope.node.start_byte, name, use.start_byte)
+        fn = scope.node
+        assert fn is not None, "a local is declared in a function"
+        key = ("local", scope.src.rel, scope.chunk.first_line, fn.start_byte, name, use.start_byte)
         if key in seen:
             return Unknown(None, f"'{name}' depends on itself")
         seen = seen | {key}
@@ -642,9 +650,9 @@ class Resolver:
     def _local_any_path(self, name, use, scope: Scope, depth, seen, expand_params) -> Value:
         """Every assignment before the use (after it, when none is: a loop), for functions
         whose paths cannot be followed one by one."""
-        body = scope.node.child_by_field_name("body")
+        body = scope.node.child_by_field_name("body") if scope.node is not None else None
         defs = []  # (node, rhs, op)
-        for _, caps in parser.matches("assignments", body):
+        for _, caps in (parser.matches("assignments", body) if body is not None else []):
             if "assign" in caps:
                 left = caps["assign.left"]
                 if left.type == "identifier" and parser.text(left) == name:
@@ -704,6 +712,7 @@ class Resolver:
     def call_sites(self, name: str, near: SourceFile, static: bool, subsystem: bool = False,
                    keep=None) -> list:
         """[(call node, Scope)] of calls to name: in near's file when static, else in the tree."""
+        occs: Optional[list]
         if static:
             occs = [(near.rel, ln) for ln in _word_lines(near, name)]
         elif subsystem:
@@ -896,7 +905,7 @@ class Resolver:
                                         lambda n: Unknown(None, f"'{lhs_text}' before any assignment"))
             body = scope.node.child_by_field_name("body")
             defs = []
-            for _, caps in parser.matches("assignments", body):
+            for _, caps in (parser.matches("assignments", body) if body is not None else []):
                 if "assign" in caps and _norm(parser.text(caps["assign.left"])) == lhs_text \
                         and caps["assign"].end_byte <= node.start_byte:
                     defs.append(caps)
@@ -1082,7 +1091,7 @@ class Resolver:
         occ = self._subsystem_occurrences(fname, near.rel)
         fb = re.escape(fname.encode())
         line_re = re.compile(rb"(->|\.)\s*" + fb + rb"\s*(=(?!=)|\|=|\+=|-=)|^\s*\." + fb + rb"\s*=")
-        options = []
+        options: list[Value] = []
         for rel, line in occ:
             src = self.index.source(rel)
             if src is None or not line_re.search(src.line_bytes(line)):

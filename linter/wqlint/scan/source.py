@@ -53,6 +53,12 @@ class Chunk:
     first_line: int  # 1-based line of the chunk's first line in the file
     last_line: int
     tree: object = None
+    # A macro's body parsed as a function (Resolver.macro_chunk):
+    macro_kind: str = ""  # "macro"; "" for code as written
+    macro_params: list = field(default_factory=list)  # the macro's parameter names
+    macro_is_function: bool = False  # a function-like macro
+    macro_variadic: bool = False  # its last parameter is '...'
+    shifted: bool = False  # columns on its first line are not exact
 
     @property
     def root(self):
@@ -83,7 +89,7 @@ class SourceFile:
     _closers: Optional[list] = None
     _line_starts: Optional[list] = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._words: dict = {}
 
     @property
