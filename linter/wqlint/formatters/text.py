@@ -3,12 +3,18 @@ from __future__ import annotations
 
 
 def format(report, catalogue) -> str:
+    return lines(report, source=True)
+
+
+def lines(report, source: bool) -> str:
+    """The findings compiler-style; source: each chain step's source line under it."""
     out = []
     for f in report.findings:
         out.append(f"{f.path}:{f.line}:{f.col}: {f.severity}: {f.message} [{f.rule_id}]")
         for step in f.chain:
             out.append(f"    {step.path}:{step.line}: {step.note}")
-            out.append(f"        {step.text}")
+            if source:
+                out.append(f"        {step.text}")
         if f.migration:
             out.append(f"    fix: {f.migration}")
     return "\n".join(out) + ("\n" if out else "")

@@ -96,7 +96,7 @@ class Flow:
 
     def _scan_labels(self) -> None:
         labels, gotos = {}, []
-        for n in _descendants(self.body):
+        for n in parser.descendants(self.body):
             if n.type == "labeled_statement":
                 labels[parser.text(n.child_by_field_name("label"))] = n.start_byte
             elif n.type == "goto_statement":
@@ -445,16 +445,8 @@ def _unique(states: list) -> list:
     return out
 
 
-def _descendants(node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.named_children)
-
-
 def _has_label(node) -> bool:
-    return any(n.type == "labeled_statement" for n in _descendants(node))
+    return any(n.type == "labeled_statement" for n in parser.descendants(node))
 
 
 def _under_branching(assign, top) -> bool:
@@ -501,7 +493,7 @@ class Keys:
         """Two decisions on the same condition text agree when none of its variables is
         assigned between them; a condition with a call or an assignment is its own."""
         text = _norm(parser.text(cond_node))
-        nodes = list(_descendants(cond_node))
+        nodes = list(parser.descendants(cond_node))
         if any(n.type in ("call_expression", "assignment_expression", "update_expression") for n in nodes):
             return (kind, self.fn, "at", cond_node.start_byte)
         idents = sorted({parser.text(n) for n in nodes if n.type == "identifier"})
@@ -510,7 +502,7 @@ class Keys:
     def last_assignment(self, name: str, before: int) -> int:
         if self._assigned is None:
             pos: dict = {}
-            for n in _descendants(self.body):
+            for n in parser.descendants(self.body):
                 if n.type in ("assignment_expression", "update_expression"):
                     left = n.child_by_field_name("left") or n.child_by_field_name("argument")
                     if left is not None and left.type == "identifier":

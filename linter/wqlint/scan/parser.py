@@ -78,6 +78,16 @@ def _matches(name: str, node: tree_sitter.Node) -> list:
     return out
 
 
+def descendants(node):
+    """node and every named node below it, in the order of the text; iterative, so a deep
+    expression cannot exhaust the stack."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.named_children))
+
+
 def text(node) -> str:
     return node.text.decode("utf-8", "replace") if node is not None else ""
 

@@ -1008,7 +1008,7 @@ class Resolver:
             if id(chunk) in walked:
                 continue  # several lines of one chunk name the tag: its nodes were seen
             walked.add(id(chunk))
-            for node in _descendants(chunk.root):
+            for node in parser.descendants(chunk.root):
                 if node.type not in ("struct_specifier", "union_specifier"):
                     continue
                 body = node.child_by_field_name("body")
@@ -1194,12 +1194,6 @@ def _split_args(text: str) -> list:
     return out
 
 
-def _descendants(node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.named_children))
 
 
 def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:
