@@ -99,15 +99,19 @@ def _differ_from_spatch(tree: Path, out: Path, target: str, tmp_path: Path) -> t
     return files, [rel for rel in files if (by_spatch / rel).read_bytes() != (by_wqlint / rel).read_bytes()]
 
 
-PARITY_GAP = ("fix.cocci also replaces system_unbound_wq inside a macro body (i915's CT_DEAD() in "
-              "intel_guc_ct.c), which `wqlint fix` lists as not fixed; kernel/rcu/tasks.h differs too")
+# Where spatch with fix.cocci and `wqlint fix` write different bytes, and why:
+# - i915's CT_DEAD() in intel_guc_ct.c: fix.cocci also replaces system_unbound_wq inside the
+#   macro's body, which `wqlint fix` leaves to the author (it does not rewrite macros);
+# - kernel/rcu/tasks.h: the same edit, but `wqlint fix` wraps the two queue_work_on() lines the
+#   longer name takes past 80 columns, where spatch keeps them on one line.
+PARITY_GAP = ["drivers/gpu/drm/i915/gt/uc/intel_guc_ct.c", "kernel/rcu/tasks.h"]
 
 
-@pytest.mark.xfail(strict=True, reason=PARITY_GAP)
 def test_fix_cocci_makes_the_same_change(bulk_612, linux_6_12, tmp_path):
-    """spatch with fix.cocci writes the same bytes as `wqlint fix` in every touched file."""
+    """spatch with fix.cocci writes the same bytes as `wqlint fix` in every touched file
+    but the known ones."""
     files, differ = _differ_from_spatch(linux_6_12, bulk_612[0], "mainline", tmp_path)
-    assert len(files) == 521 and differ == []
+    assert len(files) == 521 and differ == PARITY_GAP
 
 
 def test_verify_compiles_a_slice(linux_6_12, tmp_path):
@@ -155,7 +159,6 @@ def test_reference_series_compiles_on_the_patched_tree(reference_tree, tmp_path)
     assert int(lines[1].split()[1]) >= 4
 
 
-@pytest.mark.xfail(strict=True, reason=PARITY_GAP)
 def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
     out = tmp_path / "out"
     got = run("bulk", reference_tree, "--target", "reference", "--out", out, "--date", DATE)
@@ -163,4 +166,4 @@ def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
     assert got.stderr.splitlines()[-1] == ("wqlint: 720 finding(s) fixed in 526 file(s) "
                                            "(target reference, v6.12.117); 34 not fixed")
     files, differ = _differ_from_spatch(reference_tree, out, "reference", tmp_path)
-    assert len(files) == 526 and differ == []
+    assert len(files) == 526 and differ == PARITY_GAP
