@@ -20,17 +20,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CACHE = Path(os.environ.get("WQLINT_CACHE", Path.home() / ".cache" / "wqlint"))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _own_cache_home(tmp_path_factory):
-    """wqlint keeps a per-tree index in $XDG_CACHE_HOME/wqlint (wqlint.scan.store): the tests
-    get a cache directory of their own, so they neither read nor fill the user's."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+@pytest.fixture(autouse=True)
+def _own_cache_home(tmp_path_factory, monkeypatch):
+    """wqlint keeps a per-tree index in $XDG_CACHE_HOME/wqlint (wqlint.scan.store), on by
+    default: each test gets a cache directory of its own, so tests neither read nor fill the
+    user's, and no test sees an index another one left."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
 def unpacked_kernel(series: str) -> Path:
@@ -68,3 +63,15 @@ def linux_6_1() -> Path:
 @pytest.fixture(scope="session")
 def linux_7_3() -> Path:
     return unpacked_kernel("7.3")
+
+
+@pytest.fixture(scope="session")
+def linux_6_12_scan(linux_6_12, tmp_path_factory):
+    """The JSON text of `wqlint scan --format json --jobs 2` of the whole 6.12 tree, and the
+    cache directory ($XDG_CACHE_HOME) whose index that scan built: one whole-tree scan
+    shared by the tests that need one."""
+    from helpers import run
+    xdg = tmp_path_factory.mktemp("xdg-6.12")
+    result = run("scan", "--format", "json", "--jobs", "2", linux_6_12, env={"XDG_CACHE_HOME": str(xdg)})
+    assert result.exit_code == 1, result.stderr[-2000:]
+    return result.stdout, xdg

@@ -162,6 +162,8 @@ def test_apply_is_all_or_nothing_when_a_rename_fails(tmp_path, monkeypatch):
     calls = []
 
     def failing(src, dst, *a, **kw):
+        if not str(dst).startswith(str(root)):  # the index kept between runs, not the tree
+            return real_replace(src, dst, *a, **kw)
         calls.append(dst)
         if len(calls) == 2:
             raise PermissionError(1, "Operation not permitted", str(src), None, str(dst))

@@ -216,24 +216,50 @@ def test_no_cache_writes_nothing(tree, tmp_path):
     proc = cli("scan", "--no-cache", "--format", "json", str(tree), env=env)
     assert proc.returncode == 1, proc.stderr
     assert not (tmp_path / "xdg").exists()
+    plain = proc.stdout
     proc = cli("scan", "--format", "json", str(tree), env=env)
     assert proc.returncode == 1, proc.stderr
-    assert not (tmp_path / "xdg").exists(), "off unless asked for"
-    proc = cli("scan", "--cache", "--format", "json", str(tree), env=env)
-    assert proc.returncode == 1, proc.stderr
-    assert list((tmp_path / "xdg" / "wqlint" / "index").glob("*.pickle"))
+    assert proc.stdout == plain
+    assert [p.name for p in (tmp_path / "xdg" / "wqlint" / "index").glob("*.pickle")] == [store.Store(tree).path.name], \
+        "on by default"
+
+
+@pytest.mark.parametrize("how", ["a file", "read-only"])
+def test_unusable_cache_dir_on_the_command_line(tree, tmp_path, monkeypatch, how):
+    """The default run with a cache directory it cannot use: the same output and exit
+    status as --no-cache, nothing on stderr, nothing written."""
+    import builtins
+    import errno
+    from helpers import run
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    plain = run("scan", "--no-cache", "--format", "json", tree)
+    if how == "a file":
+        xdg.write_text("")
+    else:  # a read-only mount: EROFS on every write under it (root ignores mode bits)
+        (xdg / "wqlint" / "index").mkdir(parents=True)
+
+        def read_only(path, mode="r", *args, **kw):
+            if str(path).startswith(str(xdg)) and set(mode) & set("wax+"):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+            return builtins.open(path, mode, *args, **kw)
+        monkeypatch.setattr(store, "open", read_only, raising=False)
+    for _ in range(2):
+        proc = run("scan", "--format", "json", tree)
+        assert (proc.exit_code, proc.stdout, proc.stderr) == (1, plain.stdout, "")
+    assert xdg.is_file() or [p.name for p in xdg.rglob("*")] == ["wqlint", "index"]
 
 
 def test_concurrent_runs(tree, tmp_path):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
-    procs = [subprocess.Popen([sys.executable, "-m", "wqlint", "scan", "--cache", "--format", "json", str(tree)],
+    procs = [subprocess.Popen([sys.executable, "-m", "wqlint", "scan", "--format", "json", str(tree)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(4)]
     outs = [p.communicate()[0] for p in procs]
     assert all(p.returncode == 1 for p in procs)
     results = [json.loads(o)["findings"] for o in outs]
     assert all(r == results[0] for r in results)
     assert not list((tmp_path / "xdg" / "wqlint" / "index").glob("*.tmp"))
-    again = json.loads(cli("scan", "--cache", "--format", "json", str(tree), env=env).stdout)["findings"]
+    again = json.loads(cli("scan", "--format", "json", str(tree), env=env).stdout)["findings"]
     assert again == results[0]
 
 
@@ -297,18 +323,19 @@ def test_review_of_a_shared_header_keeps_no_patched_scan(tree, cat):
 
 
 @pytest.mark.kernel
-def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, tmp_path):
-    """The JSON of a whole-tree scan: without the index, building it, and reusing it."""
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, linux_6_12_scan, tmp_path):
+    """The JSON of a whole-tree scan: building the index (the shared session scan), without
+    it, and reusing it; byte for byte."""
+    built, xdg = linux_6_12_scan
+    assert list((xdg / "wqlint" / "index").glob("*.pickle"))
 
-    def run(*extra):
-        proc = cli("scan", "--format", "json", *extra, str(linux_6_12), env=env)
+    def run(*extra, cache_home):
+        proc = cli("scan", "--format", "json", "--jobs", "2", *extra, str(linux_6_12),
+                   env=dict(os.environ, XDG_CACHE_HOME=str(cache_home)))
         assert proc.returncode == 1, proc.stderr[-2000:]
         return proc.stdout
-    plain = run("--no-cache")
+    plain = run("--no-cache", cache_home=tmp_path / "none")
+    assert not (tmp_path / "none").exists()
     assert json.loads(plain)["findings"]
-    built = run("--cache")
-    assert list((tmp_path / "xdg" / "wqlint" / "index").glob("*.pickle"))
-    reused = run("--cache")
     assert built == plain
-    assert reused == plain
+    assert run(cache_home=xdg) == plain

@@ -152,7 +152,7 @@ def main():
 @_analysis_options
 @_kernel_tree_option
 @click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
-@click.option("--cache/--no-cache", default=False, show_default=True,
+@click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
 @_guarded("paths")
 def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, kernel_tree, progress,
@@ -292,7 +292,7 @@ def rules_cmd(markdown, rules_path):
 @_analysis_options
 @_guarded("patches", "git_range")
 @_kernel_tree_option
-@click.option("--cache/--no-cache", default=False, show_default=True,
+@click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
 def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, kernel_version, cpus, max_cpus,
            rules_path, kernel_tree, cache):
@@ -364,7 +364,7 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
 
 
-def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=False):
+def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=True):
     """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
     from wqlint.scan.engine import UsageError, scan as ts_scan
 
