@@ -75,10 +75,22 @@ def _total_hi(parts) -> Optional[int]:
     return None if None in his else sum(h for h in his if h is not None)
 
 
+_GLOBAL_DEF = re.compile(r"^'\w+' = ")
+
+
 def _distrusted(value) -> bool:
     """Values that may miss what the name really is: a struct field's assignments found in
-    the tree (a field filled by snprintf() or strscpy() shows none), a module parameter."""
-    return isinstance(value, Tunable) or (isinstance(value, Alt) and "assignments to field" in value.why)
+    the tree (a field filled by snprintf() or strscpy() shows none), a module parameter, a
+    global array that is not const (its initialiser may be overwritten at run time)."""
+    if isinstance(value, Tunable):
+        return True
+    if not isinstance(value, Alt):
+        return False
+    if "assignments to field" in value.why:
+        return True
+    step = value.step
+    return step is not None and bool(_GLOBAL_DEF.match(step.note)) and "[" in step.text.split("=")[0] \
+        and not re.search(r"\bconst\b", step.text.split("=")[0])
 
 
 def _ints(value) -> tuple:

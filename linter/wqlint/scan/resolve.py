@@ -638,6 +638,11 @@ class Resolver:
         if key in seen:
             return Unknown(None, f"'{name}' depends on itself")
         seen = seen | {key}
+        written = _array_written_by_call(name, use, scope)
+        if written is not None:
+            return Unknown(self._step(scope, written, f"local array '{name}' is filled by "
+                                                      f"'{_short(parser.text(written), 40)}'"),
+                           f"local array '{name}' written by a call")
         states = self.flow(scope, use, lambda left: left is not None and left.type == "identifier"
                            and parser.text(left) == name, lambda d: declarator_name(d) == name)
         if states is not None:
@@ -1205,6 +1210,35 @@ def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:
             continue
         out.append(caps["call"])
     return out
+
+
+def _array_written_by_call(name: str, use, scope: Scope):
+    """For a local array (char buf[32] = "x"), the first call other than the one being
+    resolved that is handed the array (snprintf(buf, ...), strscpy(buf, ...)): what the
+    array holds then is not its initialiser. None for anything else."""
+    decl = scope.local_decls().get(name)
+    if decl is None:
+        return None
+    node = decl[0]
+    inner = node.child_by_field_name("declarator") if node.type == "init_declarator" else node
+    if inner is None or inner.type != "array_declarator":
+        return None
+    body = scope.node.child_by_field_name("body") if scope.node is not None else None
+    if body is None:
+        return None
+    around = use
+    while around is not None and around.type != "call_expression":
+        around = around.parent
+    stack = [body]
+    while stack:
+        cur = stack.pop()
+        if cur.type == "call_expression" and (around is None or cur.id != around.id):
+            args = cur.child_by_field_name("arguments")
+            for a in (args.named_children if args is not None else []):
+                if re.sub(r"[\s()&]", "", parser.text(a)) == name:
+                    return cur
+        stack.extend(reversed(cur.named_children))
+    return None
 
 
 def _kill(defs, use) -> list:
