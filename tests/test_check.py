@@ -162,6 +162,19 @@ def test_field_and_wrapper_from_another_file_need_the_facts(tree, build_dir):
     assert (build_dir / ".wqlint-facts.json").is_file()
 
 
+def test_a_deeply_nested_file_elsewhere_in_the_tree_does_not_stop_the_check(tree, build_dir):
+    """The tree analysis behind the facts walks every allocation, this one's 600 parentheses too."""
+    deep = "(" * 600 + "num_online_cpus()" + ")" * 600
+    (tree / "pool" / "deep.c").write_text(
+        "#include <linux/workqueue.h>\n\nstatic struct workqueue_struct *deep_wq;\n\nint deep_init(void)\n{\n"
+        f"\tint m = {deep};\n\n\tdeep_wq = alloc_workqueue(\"deep\", WQ_UNBOUND, m);\n"
+        "\treturn deep_wq ? 0 : -1;\n}\n")
+    result = check_tree(tree)
+    assert result.exit_code == 0, result.stderr
+    assert without_fix(result) == pool_lines(tree)
+    assert (build_dir / ".wqlint-facts.json").is_file()
+
+
 def test_wrapper_arguments_follow_the_configuration(tree):
     result = check_tree(tree, "-DCONFIG_WQLINT_POOL_UNBOUND")
     assert result.exit_code == 0, result.stderr

@@ -461,6 +461,35 @@ def test_deeply_nested_expressions_do_not_stop_the_scan(tmp_path, kind):
     assert tree_hash(root) == before
 
 
+UNBOUND_PATCH = """\
+--- a/drivers/demo/demo.c
++++ b/drivers/demo/demo.c
+@@ -8,3 +8,3 @@ int demo_init(void)
+ \twq = alloc_workqueue("demo",
+-\t\t\t     WQ_MEM_RECLAIM, 0);
++\t\t\t     WQ_MEM_RECLAIM | WQ_UNBOUND, num_online_cpus());
+ \tif (!wq)
+"""
+
+
+@pytest.mark.parametrize("kind", ["parens", "ternary"])
+def test_deeply_nested_expressions_do_not_stop_a_review(tmp_path, kind):
+    """A patch to another file of the tree is reviewed as if the deep file were not there."""
+    root = tiny_tree(tmp_path)
+    (root / "drivers" / "demo" / "deep.c").write_text(DEEP.format(expr=_deep(kind)))
+    patch = tmp_path / "unbound.patch"
+    patch.write_text(UNBOUND_PATCH)
+    before = tree_hash(root)
+    got = cli("review", patch, "--tree", root, "-j", "1")
+    no_traceback(got)
+    assert got.returncode == 1 and not error_lines(got.stderr), got.stderr
+    heads = [ln for ln in got.stdout.splitlines() if not ln.startswith(" ")]
+    assert [h.split(": ")[0] + " " + h.rsplit(" ", 1)[-1] for h in heads] == [
+        "drivers/demo/demo.c:8:7 [unbound-max-active-cpu-count]", "drivers/demo/demo.c:8:7 [missing-affinity-flag]"]
+    assert "    introduced at drivers/demo/demo.c:9" in got.stdout.splitlines()
+    assert tree_hash(root) == before
+
+
 def test_nesting_within_the_limit_is_still_followed(tmp_path):
     root = tiny_tree(tmp_path)
     (root / "drivers" / "demo" / "deep.c").write_text(DEEP.format(expr="(" * 700 + _deep("plus", 150) + ")" * 700))
@@ -666,6 +695,21 @@ def test_odd_file_names_in_json_and_sarif(tmp_path):
     assert diff.returncode == 0, diff.stderr
     assert diff.stdout.count("+\t\t\t     WQ_MEM_RECLAIM | WQ_PERCPU, 0);") == 5
     assert tree_hash(root) == before
+
+
+def test_sarif_uri_of_wqlints_own_header_is_percent_encoded(tmp_path):
+    """A loose file's chain goes through wqlint's built-in workqueue.h, named <wqlint>/...:
+    '<' and '>' may not stand in a URI."""
+    (tmp_path / "q.c").write_text(DRIVER.replace('alloc_workqueue("demo",\n\t\t\t     WQ_MEM_RECLAIM, 0)',
+                                                 'alloc_ordered_workqueue("demo_queue_with_a_name_past_the_limit", 0)'))
+    got = cli("scan", "q.c", "--kernel-version", "7.3", "--format", "sarif", cwd=tmp_path)
+    assert got.returncode == 1, got.stderr
+    [result] = json.loads(got.stdout)["runs"][0]["results"]
+    steps = [(s["location"]["physicalLocation"]["artifactLocation"]["uri"],
+              s["location"]["physicalLocation"]["region"]["startLine"])
+             for s in result["codeFlows"][0]["threadFlows"][0]["locations"]]
+    assert steps[:2] == [("q.c", 8), ("%3Cwqlint%3E/include/linux/workqueue.h", 41)]
+    assert {u for u, _ in steps} == {"q.c", "%3Cwqlint%3E/include/linux/workqueue.h"}
 
 
 @pytest.mark.skipif(shutil.which("spatch") is None, reason="spatch missing")
