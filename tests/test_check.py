@@ -202,6 +202,26 @@ def test_facts_are_reused_then_rebuilt_when_a_source_changes(tree, build_dir):
     assert without_fix(third) == pool_lines(tree, n=24)
 
 
+def test_facts_are_taken_from_the_index_a_scan_kept(tree, build_dir, monkeypatch):
+    """One analysis of the tree for scan, review and check: after `wqlint scan` of the tree,
+    the facts are built from its index (wqlint.scan.store) without searching the tree."""
+    from wqlint.scan import index
+    scanned = run("scan", "--format", "json", tree)
+    assert scanned.exit_code == 1, scanned.stderr
+
+    searched = index.TreeIndex.fetch
+
+    def no_search(self, tokens, defs=False):
+        # (the checked unit itself, preprocessed into a directory of its own, is searched)
+        assert Path(self.root).resolve() != tree.resolve(), f"searched the tree for {tokens}"
+        return searched(self, tokens, defs)
+    monkeypatch.setattr(index.TreeIndex, "fetch", no_search)
+    result = check_tree(tree)
+    assert result.exit_code == 0, result.stderr
+    assert without_fix(result) == pool_lines(tree)
+    assert (build_dir / ".wqlint-facts.json").is_file()
+
+
 def test_a_new_file_next_to_the_sources_rebuilds_the_facts(tree, build_dir):
     debug = {"WQLINT_DEBUG": "1"}
     check_tree(tree, env=debug)

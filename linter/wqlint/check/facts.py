@@ -11,7 +11,16 @@ kept, by file, with its flags and max_active as symbolic values.
 `wqlint check` then takes, for a call it cannot resolve from the unit alone, what the tree
 analysis found at the same place (the original path and line of the call).
 
-The result is cached in the build output directory (Kbuild's working directory when it runs
+One analysis, one index: the tree analysis goes through wqlint.scan.store, the index `wqlint
+scan` and `wqlint review` keep (a tree scanned before is not searched again, and the facts
+of a tree changed since are resolved again from its answers). What this module keeps beside
+it is not a second index but a projection of one scan for the checkers: a checker process
+is started for every .c file of a build and must decide in a few milliseconds whether the
+facts still hold, where opening the index means walking the whole tree (every .c/.h file's
+stat, ~0.2 s on a kernel tree) and loading every answer it holds. The projection holds only
+the sites by file and the stamps of the few thousand files they came from.
+
+The projection is cached in the build output directory (Kbuild's working directory when it runs
 the checker: the O= directory, or the source tree for an in-tree build; for an external module
 built with M=, the module's directory) as `.wqlint-facts.json`. `make -j` starts many checkers
 at once, so the file is written under an fcntl lock on `.wqlint-facts.lock` (one process
@@ -313,8 +322,9 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     if delay:
         time.sleep(float(delay))
     # The same analysis as `wqlint scan` of the whole tree, through the same per-tree index
-    # (wqlint.scan.store) once it is on by default (see cli --cache).
-    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=None)
+    # (wqlint.scan.store): after a scan of the tree, or a build for another O= directory, the
+    # sites are taken from it, and a tree changed since is resolved again from its answers.
+    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=True)
     analysis = engine.analysis()
     sites = analysis["sites"]
     by_file: dict = {}
