@@ -25,7 +25,7 @@ CHECKFLAGS = ["-D__linux__", "-Dlinux", "-D__STDC__", "-Dunix", "-D__unix__", "-
               "-Wno-return-void", "-Wno-unknown-attribute", "--arch=x86_64", "-mlittle-endian", "-m64"]
 C_FLAGS = ["-Wp,-MMD,demo/.demo.o.d", "-nostdinc", "-I", str(CHECK / "include"), "-D__KERNEL__",
            "-fno-strict-aliasing", "-O2", "-DKBUILD_MODNAME=\"demo\""]
-UNBOUND_DETAIL = ("say whether a global or a per-scope limit is meant (on v6.12 max_active of an unbound "
+UNBOUND_DETAIL = ("say whether a global or a per-scope limit is meant (on v7.3 max_active of an unbound "
                   "queue is system-wide (5797b1c18919) but fixed at the {cpus} seen at allocation, not "
                   "updated on CPU hotplug; with 96 CPUs up to {n} in-flight items{via})")
 UNBOUND = "WQ_UNBOUND workqueue with max_active derived from a CPU count: " + UNBOUND_DETAIL
@@ -511,7 +511,7 @@ def test_kernel_build_of_the_examples(linux_6_12, kbuild):
     assert not [ln for ln in lines if ln.startswith(f"wqlint check: {linux_6_12}")]  # no file failed
     crypto, scrub, disk_io = (linux_6_12 / p for p in ("fs/crypto/crypto.c", "fs/btrfs/scrub.c",
                                                          "fs/btrfs/disk-io.c"))
-    detail = UNBOUND_DETAIL.replace("v6.12 ", "v6.12.117 ")
+    detail = UNBOUND_DETAIL.replace("v7.3 ", "v6.12.117 ")
     assert f"{crypto}:406:27: warning: WQ_UNBOUND workqueue with max_active derived from a CPU count: " \
         + detail.format(cpus="num_online_cpus()", n=96, via="") + " [unbound-max-active-cpu-count]" in lines
     assert f"    {crypto}:408: CPU count num_online_cpus()" in lines
@@ -538,7 +538,7 @@ def test_external_module_follows_the_configuration(kbuild, tmp_path, unbound):
                          capture_output=True, text=True, timeout=600)
     assert got.returncode == 0, got.stderr[-4000:]
     demo = mod / "demo.c"
-    detail = UNBOUND_DETAIL.replace("v6.12 ", "v6.12.117 ")
+    detail = UNBOUND_DETAIL.replace("v7.3 ", "v6.12.117 ")
     if unbound:
         expected = (f"{demo}:20:12: warning: WQ_UNBOUND workqueue with max_active derived from a CPU count: "
                     + detail.format(cpus="num_online_cpus()", n=96, via="")

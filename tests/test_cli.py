@@ -66,7 +66,7 @@ def test_output_file_is_written_atomically_and_only_there(tmp_path):
     before = set(os.listdir(DEMO))
     result = run("scan", DEMO, "--format", "json", "-o", out)
     assert result.exit_code == 1 and result.stdout == ""
-    assert json.loads(out.read_text())["kernel_version"] == "v6.12"
+    assert json.loads(out.read_text())["kernel_version"] == "v7.3"
     assert set(os.listdir(DEMO)) == before
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
 

@@ -85,7 +85,7 @@ def test_without_a_kernel_tree_one_note_names_the_builtin_description(module):
     result = run("scan", "-j", "1", "--format", "json", module, env={"KDIR": ""})
     assert result.stderr == (
         "wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in description of "
-        "the v6.12 workqueue API and its semantics (--kernel-version)\n")
+        "the v7.3 workqueue API and its semantics (--kernel-version)\n")
     result = run("scan", "-j", "1", "--kernel-version", "6.1", "--format", "json", module, env={"KDIR": ""})
     assert result.stderr == ("wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in "
                              "description of the v6.1 workqueue API and its semantics\n")
@@ -188,7 +188,7 @@ def test_no_version_anywhere_is_a_note(tmp_path, module):
     (kdir / "include" / "linux").mkdir(parents=True)
     (kdir / "include" / "linux" / "workqueue.h").write_text(OLD_API)
     result = run("scan", "-j", "1", "--kernel-tree", kdir, module)
-    assert result.stderr == (f"wqlint: no kernel version in {kdir}: assuming v6.12 semantics "
+    assert result.stderr == (f"wqlint: no kernel version in {kdir}: assuming v7.3 semantics "
                              "(use --kernel-version)\n")
 
 

@@ -363,7 +363,7 @@ def test_makefile_that_never_ends(tmp_path, kind):
     got = cli("scan", root, timeout=60)
     no_traceback(got)
     assert got.returncode == 1
-    assert got.stderr.splitlines() == [f"wqlint: no kernel version in {root / 'Makefile'}: assuming v6.12 "
+    assert got.stderr.splitlines() == [f"wqlint: no kernel version in {root / 'Makefile'}: assuming v7.3 "
                                        "semantics (use --kernel-version)"]
 
 

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The newest version this description has been checked against (Debian's linux-source-7.3):
+# what is assumed when neither a tree nor --kernel-version says (mainline first).
+NEWEST_VERSION = (7, 3, 0)
+
 Version = tuple  # (major, minor, sublevel)
 
 

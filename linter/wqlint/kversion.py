@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-DEFAULT_VERSION = (6, 12, 0)
+from wqlint.api import NEWEST_VERSION as DEFAULT_VERSION
 
 
 def parse_version(text: str) -> tuple:
