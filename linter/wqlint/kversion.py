@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from wqlint.api import NEWEST_VERSION as DEFAULT_VERSION
+from wqlint.api import NEWEST_VERSION as DEFAULT_VERSION  # noqa: F401 (re-exported)
 
 
 def parse_version(text: str) -> tuple:
