@@ -108,3 +108,57 @@ def test_each_read_of_a_field_is_its_own_step():
     assert chains[18][1] == (18, "'info' field 'nr_workers'")
     assert chains[26][1:3] == [(23, "local 'n' = 'info->nr_workers'"), (23, "'info' field 'nr_workers'")]
     assert chains[18][-1] == chains[26][-1] == (12, "CPU count num_online_cpus()")
+
+
+def _over_limit(version):
+    doc, _ = scan_json(FIXTURES / "rules" / "over_limit.c", "--kernel-version", version)
+    return {f["line"]: f for f in doc["findings"] if f["rule"] == "max-active-over-limit"}
+
+
+def test_over_limit_run_time_input_capped_by_a_cpu_count():
+    """nr_queues is 1 or min(token, num_online_cpus()), queue_depth 128 or the user's token: with
+    as many queues as CPUs and the default depth, 17 CPUs give 2176 > 2048 on v7.3."""
+    got = _over_limit("7.3")
+    assert sorted(got) == [46, 48, 50, 52, 80]  # 80: 'if (k > 1024)' only warns
+    assert "from 33 CPUs on it is 2112," in got[80]["message"]
+    f = got[46]
+    assert "(from 17 CPUs on it can reach 2176, over WQ_MAX_ACTIVE (2048) on v7.3: the queue gets 2048)" \
+        in f["message"]
+    assert [(s["line"], s["note"]) for s in f["chain"]] == [
+        (46, "alloc_workqueue(flags 'WQ_UNBOUND', max_active 'opts->nr_queues * opts->queue_depth')"),
+        (46, "'opts' field 'nr_queues'"),
+        (26, "field 'nr_queues' = 'min(token, num_online_cpus())'"),
+        (26, "CPU count num_online_cpus()"),
+        (46, "'opts' field 'queue_depth'"),
+        (23, "field 'queue_depth' = 'BLK_DEF_QUEUE_DEPTH'"),
+        (7, "macro BLK_DEF_QUEUE_DEPTH = '128'"),
+    ]
+    assert "from 129 CPUs on it is 2064" in got[52]["message"] and "through blk_make()" in got[52]["message"]
+    assert [s["line"] for s in got[52]["chain"]] == [52, 37, 37, 52, 52]
+
+
+def test_over_limit_follows_the_limit_of_the_version():
+    """v6.12 (WQ_MAX_ACTIVE 512): 2 * num_online_cpus() goes over from 257 CPUs, and the min_t()
+    cap of 64 CPUs times 16 (1024) from 33, the local capped at 1024 from 9; a min_t() with
+    WQ_MAX_ACTIVE never, nor a product with a factor nothing bounds."""
+    got = _over_limit("6.12")
+    assert sorted(got) == [46, 48, 50, 52, 55, 58, 70, 80, 91]
+    assert "from 5 CPUs on it can reach 640," in got[46]["message"]
+    assert "from 257 CPUs on it is 514," in got[55]["message"]
+    assert "from 33 CPUs on it is 528," in got[58]["message"]
+    assert "from 9 CPUs on it is 576," in got[70]["message"]  # 'if (m > 1024) m = 1024'
+    assert "from 9 CPUs on it is 576," in got[91]["message"]  # 'if (k > 1024) return -EINVAL'
+
+
+def test_a_comparison_that_caps_a_local_bounds_it():
+    """'if (m > 1024) m = 1024;': on the other arm m was at most 1024 already; the same after
+    'if (k > 1024) return', not after an if that only warns."""
+    doc, _ = scan_json(FIXTURES / "rules" / "over_limit.c", "--kernel-version", "7.3")
+    f = next(f for f in doc["findings"] if f["line"] == 70)
+    assert f["rule"] == "unbound-max-active-cpu-count"
+    assert "with 96 CPUs up to 1024 in-flight items" in f["message"]
+    assert [(s["line"], s["note"]) for s in f["chain"]][1:3] == [
+        (66, "local 'm' is at most '1024' here"), (65, "local 'm' = 'num_online_cpus() * 64'")]
+    chains = {f["line"]: [s["line"] for s in f["chain"]] for f in doc["findings"]
+              if f["rule"] == "unbound-max-active-cpu-count"}
+    assert chains[80] == [80, 75, 75] and chains[91] == [91, 87, 85, 85]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from wqlint import api, kversion
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site, flag_info
-from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along
+from wqlint.scan.values import CpuCount, evaluate, find_path, known_bound, project, steps_along, steps_in
 
 RULE = "max-active-over-limit"
 READS = frozenset({"flags", "max_active"})
@@ -24,6 +24,12 @@ def check(site: Site, ctx: CheckContext) -> list:
     cpu = find_path(site.max_active, lambda v: isinstance(v, CpuCount))
     value = project(site.max_active, cpu) if cpu else site.max_active
     _, complete = evaluate(value, ctx.ncpus)
+    bounded = False
+    if not complete and cpu:
+        # A CPU count that caps run-time input (min(token, num_online_cpus())) bounds it; the
+        # other factors are taken as the C writes them (a default, not a mount option).
+        value, bounded = known_bound(value), True
+        _, complete = evaluate(value, ctx.ncpus)
     if not complete:
         return []  # only what is known for certain: no guesses about run-time input
     first = None
@@ -45,9 +51,11 @@ def check(site: Site, ctx: CheckContext) -> list:
     values, _ = evaluate(value, lo)
     limit = _limit(ctx, unbound, lo)
     if cpu and lo > 1:
-        detail = (f"from {lo} CPUs on it is {max(values)}, over WQ_MAX_ACTIVE ({limit}) on "
-                  f"{kversion.show(ctx.version)}: the queue gets {limit}")
+        detail = (f"from {lo} CPUs on it {'can reach' if bounded else 'is'} {max(values)}, over "
+                  f"WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}: the queue gets {limit}")
         chain = list(site.prefix) + steps_along(cpu)
+        if bounded:  # and where the values it was bounded with come from
+            chain += [s for s in steps_in(value) if s not in chain]
     else:
         detail = (f"{max(values)} is over WQ_MAX_ACTIVE ({limit}) on {kversion.show(ctx.version)}: "
                   f"the queue gets {limit}")

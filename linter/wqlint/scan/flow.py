@@ -222,17 +222,27 @@ class Flow:
             raise _Found()
 
     # -- decisions -------------------------------------------------------------------------
-    def branch(self, node, key: tuple, arms: list, states: list) -> list:
-        """Run each arm (name, statement or None, step) from states; merge what comes out."""
+    def branch(self, node, key: tuple, arms: list, states: list, bounds: Optional[dict] = None) -> list:
+        """Run each arm (name, statement or None, step) from states; merge what comes out.
+        bounds: arm -> Def that holds on entering it, on the paths the lvalue was set on."""
         outs = []
         live = self.alive.setdefault(key, set())
+        through = False  # does an arm without a bound let the lvalue through unchanged?
         for arm, body, step in arms:
             entry = _take(states, Cond(key, arm, step))
+            bound = (bounds or {}).get(arm)
+            if bound is not None:
+                entry = [State(s.guards, s.defs + (bound,)) if s.defs else s for s in entry]
             before = self._jumps()
             out = self.stmt(body, entry) if body is not None else entry
             if out or self._jumps() > before:
                 live.add(arm)
+            if bounds and bound is None:
+                through = through or any(s.defs == e.defs for s in out for e in states)
             outs.extend(out)
+        if through and bounds:  # not a cap ('if (n > 64) pr_warn(...)'): the bound says nothing new
+            bound_defs = set(map(id, bounds.values()))
+            outs = [State(s.guards, tuple(d for d in s.defs if id(d) not in bound_defs)) for s in outs]
         return self.merge(outs)
 
     def _jumps(self) -> int:
@@ -249,7 +259,35 @@ class Flow:
         return self.branch(node, key, [
             (yes, node.child_by_field_name("consequence"), self.step(node, f"'{shown}' is true")),
             (no, alt, self.step(node, f"'{shown}' is false")),
-        ], states)
+        ], states, self.bounds(cond, yes, no))
+
+    def bounds(self, cond, yes: str, no: str) -> dict:
+        """arm -> Def bounding the lvalue from above on that arm, for a condition comparing
+        the lvalue itself with an expression ('if (n > 64) n = 64;': on the arm where it is
+        false, n is at most 64). The Def's op is '<=' or '<' and its rhs the bound."""
+        inner = cond
+        while inner.type == "parenthesized_expression" and inner.named_children:
+            inner = inner.named_children[0]
+        if inner.type == "unary_expression":  # '!(n > 64)': the arms are swapped already
+            inner = inner.child_by_field_name("argument")
+            while inner is not None and inner.type == "parenthesized_expression" and inner.named_children:
+                inner = inner.named_children[0]
+        if inner is None or inner.type != "binary_expression":
+            return {}
+        op = parser.text(inner.child_by_field_name("operator"))
+        left, right = inner.child_by_field_name("left"), inner.child_by_field_name("right")
+        if op not in ("<", "<=", ">", ">="):
+            return {}
+        if self.is_target(right) and not self.is_target(left):  # 'E < n' is 'n > E'
+            left, right = right, left
+            op = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+        if not self.is_target(left) or self.is_target(right) or any(
+                n.type in ("call_expression", "assignment_expression", "update_expression")
+                or self.is_target(n) for n in parser.descendants(right)):
+            return {}
+        # n > E false, n < E true: n <= E; n >= E false, n < E true: n < E.
+        arm, bound = {">": (no, "<="), ">=": (no, "<"), "<": (yes, "<"), "<=": (yes, "<=")}[op]
+        return {arm: Def(inner, right, bound)}
 
     def switch_stmt(self, node, states) -> list:
         cond = node.child_by_field_name("condition")

@@ -378,6 +378,12 @@ class Resolver:
                 if d.node.id not in memo:
                     memo[d.node.id] = self.resolve(d.rhs, scope, depth + 1, seen, expand_params)
                 rhs = memo[d.node.id]
+                if d.op in ("<=", "<"):  # a condition on the way caps it (flow.Flow.bounds)
+                    cap = rhs if d.op == "<=" else Op(None, "-", (rhs, Const(None, 1)))
+                    how = "at most" if d.op == "<=" else "below"
+                    v = Alt(self._step(scope, d.node, f"{label} is {how} '{_short(parser.text(d.rhs))}' here"),
+                            (Op(None, "min", (v, cap)),), "assignment")
+                    continue
                 if d.op != "=":
                     rhs = Op(None, d.op[:-1], (v if v is not None else unset(d.node), rhs))
                 v = Alt(self._step(scope, d.node, f"{label} = '{_short(parser.text(d.rhs))}'"), (rhs,),

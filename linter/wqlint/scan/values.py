@@ -351,6 +351,46 @@ def project(value: Value, path: list) -> Value:
     return _rebuild(value, lambda v: None, keep)
 
 
+def known_bound(value: Value) -> Value:
+    """value as far as it is known, for asking how large it can get: an alternative that
+    cannot be evaluated (a mount option, another caller's argument) is left out when others
+    can be; min() and clamp() are bounded by their known arguments (min(token,
+    num_online_cpus()) is at most the CPU count, whatever token is), max() is at least its
+    known ones. Anything else unknown stays unknown. Bottom-up with an explicit stack."""
+    results: list = []
+    todo = [(value, False)]
+    while todo:
+        v, combine = todo.pop()
+        kids = children(v)
+        if not combine:
+            if kids:
+                todo.append((v, True))
+                todo.extend((k, False) for k in reversed(kids))
+            else:
+                results.append(v)
+            continue
+        got = tuple(results[len(results) - len(kids):])
+        del results[len(results) - len(kids):]
+        known = [k for k in got if not has_unknown(k)]
+        if isinstance(v, Alt):
+            at = [i for i, k in enumerate(got) if not has_unknown(k)]
+            if not at or len(at) == len(got):
+                at = list(range(len(got)))
+            guards = tuple(v.guards[i] for i in at) if v.guards else ()
+            results.append(Alt(v.step, tuple(got[i] for i in at), v.why, guards))
+        elif isinstance(v, Op) and v.op in ("min", "max") and known and len(known) < len(got):
+            results.append(known[0] if len(known) == 1 else Op(v.step, v.op, tuple(known)))
+        elif isinstance(v, Op) and v.op == "clamp" and len(got) == 3 and has_unknown(got[0]) \
+                and not has_unknown(got[1]) and not has_unknown(got[2]):
+            results.append(Op(v.step, "max", (got[1], got[2])))  # clamp(x, lo, hi) reaches hi
+        elif isinstance(v, Op):
+            results.append(Op(v.step, v.op, got))
+        else:
+            assert isinstance(v, Tunable)
+            results.append(Tunable(v.step, got[0], v.how))
+    return results[0]
+
+
 # -- paths ----------------------------------------------------------------------------------
 MAX_CASES = 64  # combinations of decision arms judged one by one; more: judged together
 
