@@ -742,7 +742,11 @@ def test_hidden_directories_are_named_once(tmp_path):
     for d in (".vendor", "drivers/.tmp", "drivers/demo/.cache", ".git"):
         (root / d).mkdir(parents=True)
         (root / d / "h.c").write_text(DRIVER)
-    got = cli("scan", root)
-    assert got.returncode == 1
-    assert got.stderr.splitlines() == ["wqlint: hidden directories are not searched: .vendor, drivers/.tmp, "
-                                       "drivers/demo/.cache"]
+    (root / "drivers" / ".link").symlink_to(root / "drivers" / "demo")
+    for cache in ("--no-cache", "--cache", "--cache"):  # (the index's walk names them too)
+        got = cli("scan", cache, root)
+        assert got.returncode == 1
+        assert got.stderr.splitlines() == ["wqlint: hidden directories are not searched: .vendor, drivers/.link, "
+                                           "drivers/.tmp and 1 more"]
+        got = cli("scan", cache, root / "drivers" / "demo")
+        assert got.stderr.splitlines() == ["wqlint: hidden directories are not searched: drivers/demo/.cache"]

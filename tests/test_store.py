@@ -322,6 +322,47 @@ def test_review_of_a_shared_header_keeps_no_patched_scan(tree, cat):
     assert cpu_findings(again) == []
 
 
+def test_review_sees_a_wrapper_renamed_between_runs(tree, cat):
+    """A review looks at an allocation outside the patched files' subsystems only inside a
+    function the patched files name; the index keeps which function each such line is in,
+    for the file as it was: renaming the function must be seen."""
+    from wqlint import mail, review
+    wrap = ("#include <linux/workqueue.h>\n\nstruct workqueue_struct *{name}(int n)\n{{\n"
+            "\treturn alloc_workqueue(\"wrap\", WQ_UNBOUND, n);\n}}\n")
+    write(tree, "drivers/wrap/wrap.c", wrap.format(name="bar_alloc"))
+    user = "void user_init(void)\n{\n\tq = foo_alloc(4);\n}\n"
+    write(tree, "drivers/user/user.c", user)
+    patch = ("From: a <a@b>\nSubject: [PATCH] user: a thread per CPU\n\n---\n"
+             "diff --git a/drivers/user/user.c b/drivers/user/user.c\n"
+             "--- a/drivers/user/user.c\n+++ b/drivers/user/user.c\n"
+             "@@ -1,4 +1,4 @@\n void user_init(void)\n {\n-\tq = foo_alloc(4);\n"
+             "+\tq = foo_alloc(num_online_cpus());\n }\n")
+    series = mail.parse_series(patch.encode(), "p.patch")
+
+    def comments(cache):
+        got = review.review(series, cat, tree=str(tree), cache=cache)
+        return [(c.path, c.line, c.finding.rule_id, [(s.path, s.line) for s in c.finding.chain])
+                for c in got.comments]
+    assert comments(True) == comments(False) == []
+    write(tree, "drivers/wrap/wrap.c", wrap.format(name="foo_alloc"))
+    want = comments(False)
+    assert [c[:3] for c in want] == [("drivers/user/user.c", 3, "unbound-max-active-cpu-count")]
+    assert comments(True) == want
+    assert comments(True) == want
+
+
+def test_an_unchanged_index_is_not_written_again(tree, cat):
+    engine.scan([str(tree)], cat, cache=True)
+    path = store.Store(tree).path
+    before = path.stat()
+    got = engine.scan([str(tree)], cat, cache=True)
+    assert cpu_findings(got)
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    assert cpu_findings(engine.scan([str(tree)], cat, cache=True)) == []
+    assert path.stat().st_ino != before.st_ino
+
+
 @pytest.mark.kernel
 def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, linux_6_12_scan, tmp_path):
     """The JSON of a whole-tree scan: building the index (the shared session scan), without

@@ -489,8 +489,15 @@ class Engine:
 
     def _reachable(self, rel: str, line_text: bytes) -> bool:
         """A cheap first look: is this line near the focus, or in a function it calls?"""
-        return not self._outside_focus(rel) or \
-            _enclosing_name(self.index.root / rel, line_text) in self.focus_words
+        if not self._outside_focus(rel):
+            return True
+        if self.store is not None and not self.index._shadowed(rel):
+            # Kept in the index for the file as it is on disk: a review reads none of them again.
+            name = self.store.enclosing_name(rel, line_text,
+                                             lambda r, t: _enclosing_name(self.index.root / r, t))
+        else:
+            name = _enclosing_name(self.index.root / rel, line_text)
+        return name in self.focus_words
 
     def _outside_focus(self, rel: str) -> bool:
         """Can a change to the focus files not reach an allocation in rel?"""
@@ -623,6 +630,11 @@ class Engine:
         naming them, rather than scan less than was asked without a word. .git holds no
         source and is not named."""
         hidden = []
+        if self.store is not None and not any(part.startswith(".") for t in self.targets for part in t.split("/")):
+            # The walk that validated the index saw them (wqlint.scan.store.walk).
+            hidden = [h for h in self.store.hidden if any(t == "" or h.startswith(t + "/") for t in self.targets)]
+            self._name_hidden(hidden)
+            return
         for t in sorted(set(self.targets)):
             base = self.root / t if t else self.root
             for dirpath, dirs, _files in os.walk(base):
@@ -630,6 +642,9 @@ class Engine:
                     if d.startswith(".") and d != ".git":
                         hidden.append(relpath(Path(dirpath, d), self.root))
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
+        self._name_hidden(hidden)
+
+    def _name_hidden(self, hidden: list) -> None:
         if hidden:
             more = f" and {len(hidden) - 3} more" if len(hidden) > 3 else ""
             self.notes.append(f"hidden directories are not searched: {', '.join(sorted(hidden)[:3])}{more}")
@@ -676,10 +691,7 @@ class Engine:
                   "api_files": frozenset(self.api_files)}
         if self.store is not None and not self.index.errors:
             if key is not None:
-                if self.store.dirty:
-                    self.store.scans.clear()  # resolved from answers that have changed since
-                    self.store.dirty = False
-                self.store.scans[key] = result
+                self.store.keep_scan(key, result)
             if self.save_store:
                 self.store.save()
         return result

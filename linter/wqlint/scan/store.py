@@ -9,7 +9,13 @@ unset):
   mention it; for definitions, the lines that may define it and the directories searched),
   which are most of what resolution needs: field assignments, #defines, wrapper headers;
 - the allocation sites of a scan of the whole tree or of a directory, with the files each
-  scan read (and a digest of their bytes).
+  scan read (and a digest of their bytes);
+- for a review, which function or macro each allocation line outside the patched files sits
+  in (dropped with its file when the file changes), and the hidden directories the walk
+  below skipped (named in a note): a warm review reads no file of the tree but the patched
+  ones and those the chains go through.
+
+An index that nothing changed since it was read is not written again.
 
 Validity, checked at every run: the tree is walked as the search walks it (.c/.h files, no
 hidden directories, no symbolic links) and each file's (mtime_ns, size) compared with what
@@ -40,7 +46,7 @@ from typing import Optional
 
 from wqlint import __version__
 
-FORMAT = 4
+FORMAT = 5
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 RACY_NS = 2_000_000_000
 
@@ -58,8 +64,10 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def walk(root: Path) -> dict:
-    """rel -> (mtime_ns, size) of every .c/.h file as the tree search sees them."""
+def walk(root: Path, hidden: Optional[list] = None) -> dict:
+    """rel -> (mtime_ns, size) of every .c/.h file as the tree search sees them; hidden, when
+    given, gets the rel paths of the hidden directories it skipped (.git aside), as the
+    engine names them in its note (a symbolic link to a directory counts, as for os.walk)."""
     out: dict = {}
 
     def visit(path: str, rel: str) -> None:
@@ -71,6 +79,12 @@ def walk(root: Path) -> dict:
             for entry in it:
                 name = entry.name
                 if name.startswith("."):
+                    if hidden is not None and name != ".git":
+                        try:
+                            if entry.is_dir():
+                                hidden.append(rel + name)
+                        except OSError:
+                            pass
                     continue
                 try:
                     if entry.is_dir(follow_symlinks=False):
@@ -113,6 +127,9 @@ class Store:
         self.lines: dict = {}  # (rel, line) -> bytes of that line
         self.bad: dict = {}  # rel -> problem, files the search could not use
         self.scans: dict = {}  # key -> scan payload (see Engine)
+        self.enclosing: dict = {}  # (rel, line bytes) -> the function or macro it sits in
+        self.hidden: list = []  # hidden directories the walk skipped
+        self.unsaved = True  # something to write (answers, stamps, scans, names)
         self.loaded = False
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
@@ -122,7 +139,8 @@ class Store:
     def open(self) -> "Store":
         """Load the index of the tree (if any), walk the tree, bring the index up to date."""
         self.walk_started = time.time_ns()
-        now = walk(self.root)
+        self.hidden = []
+        now = walk(self.root, self.hidden)
         data = self._read()
         if data is not None:
             self.stamps = data["stamps"]
@@ -131,9 +149,12 @@ class Store:
             self.lines = data["lines"]
             self.bad = data["bad"]
             self.scans = data["scans"]
+            self.enclosing = data["enclosing"]
             self.loaded = True
             self._update(now)
-        self.stamps = {rel: self._stamp(st) for rel, st in now.items()}
+        stamps = {rel: self._stamp(st) for rel, st in now.items()}
+        self.unsaved = data is None or bool(self.changed) or stamps != self.stamps
+        self.stamps = stamps
         return self
 
     def _stamp(self, st):
@@ -199,6 +220,7 @@ class Store:
                 self.found[key] = sorted([o for o in occ if o[0] not in changed] + want)
         self.lines = {k: v for k, v in self.lines.items() if k[0] not in changed}
         self.lines.update(new_lines)
+        self.enclosing = {k: v for k, v in self.enclosing.items() if k[0] not in changed}
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
         """Search one file's bytes for every name the index holds, as the tree search would."""
@@ -239,6 +261,7 @@ class Store:
 
     def record(self, key, occ: list, lines: dict, scopes=None) -> None:
         """Keep a search's answer (disk files only)."""
+        self.unsaved = True
         if scopes is not None:
             token = key[1]
             old = self.found.get(key, [])
@@ -249,13 +272,35 @@ class Store:
         self.lines.update(lines)
 
     # -- writing -----------------------------------------------------------------------------
+    def enclosing_name(self, rel: str, line: bytes, find) -> str:
+        """The function or macro the line of rel sits in, as find(rel, line) tells it, kept
+        for the file as it is on disk now."""
+        key = (rel, line)
+        got = self.enclosing.get(key)
+        if got is None:
+            got = self.enclosing[key] = find(rel, line)
+            self.unsaved = True
+        return got
+
+    def keep_scan(self, key, result) -> None:
+        """Keep a scan's result under key (resolved from the answers as they are now)."""
+        if self.dirty:
+            self.scans.clear()  # resolved from answers that have changed since
+            self.dirty = False
+        self.scans[key] = result
+        self.unsaved = True
+
     def save(self) -> bool:
-        """Write the index atomically under the lock; False when the directory cannot hold it."""
+        """Write the index atomically under the lock; False when the directory cannot hold it.
+        An index read whole and unchanged since is not written again."""
         if self.dirty:
             self.scans = {}  # resolved from answers or files that have changed since
+            self.unsaved = True
+        if self.loaded and not self.unsaved:
+            return True
         data = {"format": FORMAT, "wqlint": __version__, "root": str(self.root), "stamps": self.stamps,
                 "found": self.found, "cover": self.cover, "lines": self.lines, "bad": self.bad,
-                "scans": self.scans}
+                "scans": self.scans, "enclosing": self.enclosing}
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             import fcntl
@@ -266,6 +311,7 @@ class Store:
                     with open(tmp, "xb") as handle:
                         pickle.dump(data, handle, protocol=pickle.HIGHEST_PROTOCOL)
                     os.replace(tmp, self.path)
+                    self.unsaved = False
                 except BaseException:
                     try:
                         os.unlink(tmp)
