@@ -247,6 +247,9 @@ class Resolver:
         self.home = ""  # the file of the allocation being resolved
         self.cpp: Optional[Decider] = None  # definitions in branches not compiled are not used
         self.conditional_steps: set = set()  # steps of definitions chosen by a decided #if
+        # While a queue's name is resolved: a local that ++ or -- changes (a loop counter) is
+        # not the value of its assignments, which is all flow.Flow sees.
+        self.strict_locals = False
 
     def new_round(self) -> None:
         """Forget answers that were given before their names had been looked up."""
@@ -644,6 +647,9 @@ class Resolver:
         if key in seen:
             return Unknown(None, f"'{name}' depends on itself")
         seen = seen | {key}
+        if self.strict_locals and _counted(name, scope):
+            return Unknown(self._step(scope, use, f"local '{name}' is changed by ++ or --"),
+                           f"local '{name}' is a counter")
         written = _array_written_by_call(name, use, scope)
         if written is not None:
             return Unknown(self._step(scope, written, f"local array '{name}' is filled by "
@@ -1216,6 +1222,20 @@ def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:
             continue
         out.append(caps["call"])
     return out
+
+
+def _counted(name: str, scope: Scope) -> bool:
+    """Is the local name the operand of a ++ or -- in scope's body?"""
+    body = scope.node.child_by_field_name("body") if scope.node is not None else None
+    stack = [body] if body is not None else []
+    while stack:
+        cur = stack.pop()
+        if cur.type == "update_expression":
+            arg = cur.child_by_field_name("argument")
+            if arg is not None and arg.type == "identifier" and parser.text(arg) == name:
+                return True
+        stack.extend(cur.named_children)
+    return False
 
 
 def _array_written_by_call(name: str, use, scope: Scope):
