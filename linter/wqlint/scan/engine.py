@@ -640,7 +640,8 @@ class Engine:
         hidden = []
         if self.store is not None and not any(part.startswith(".") for t in self.targets for part in t.split("/")):
             # The walk that validated the index saw them (wqlint.scan.store.walk).
-            hidden = [h for h in self.store.hidden if any(t == "" or h.startswith(t + "/") for t in self.targets)]
+            hidden = [h for h in self.store.hidden_dirs()
+                      if any(t == "" or h.startswith(t + "/") for t in self.targets)]
             self._name_hidden(hidden)
             return
         for t in sorted(set(self.targets)):

@@ -40,6 +40,7 @@ import hashlib
 import os
 import pickle
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -130,6 +131,8 @@ class Store:
         self.enclosing: dict = {}  # (rel, line bytes) -> the function or macro it sits in
         self.hidden: list = []  # hidden directories the walk skipped
         self.unsaved = True  # something to write (answers, stamps, scans, names)
+        self._walker: Optional[threading.Thread] = None  # the thread walking the tree (see open)
+        self._now: dict = {}
         self.loaded = False
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
@@ -137,25 +140,52 @@ class Store:
 
     # -- reading and validating ------------------------------------------------------------
     def open(self) -> "Store":
-        """Load the index of the tree (if any), walk the tree, bring the index up to date."""
+        """Load the index of the tree (if any), walk the tree, bring the index up to date.
+
+        Without an index to validate, the walk only records the stamps to save: it runs in a
+        thread, beside the first search of the tree (a file changed after the walk began
+        gets a stamp within RACY_NS of it, and is looked at again next time)."""
         self.walk_started = time.time_ns()
-        self.hidden = []
-        now = walk(self.root, self.hidden)
         data = self._read()
-        if data is not None:
-            self.stamps = data["stamps"]
-            self.found = data["found"]
-            self.cover = data["cover"]
-            self.lines = data["lines"]
-            self.bad = data["bad"]
-            self.scans = data["scans"]
-            self.enclosing = data["enclosing"]
-            self.loaded = True
-            self._update(now)
+        if data is None:
+            self._walker = threading.Thread(target=self._walk, name="wqlint-store-walk", daemon=True)
+            self._walker.start()
+            return self
+        now = self._walk()
+        self.stamps = data["stamps"]
+        self.found = data["found"]
+        self.cover = data["cover"]
+        self.lines = data["lines"]
+        self.bad = data["bad"]
+        self.scans = data["scans"]
+        self.enclosing = data["enclosing"]
+        self.loaded = True
+        self._update(now)
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
-        self.unsaved = data is None or bool(self.changed) or stamps != self.stamps
+        self.unsaved = bool(self.changed) or stamps != self.stamps
         self.stamps = stamps
         return self
+
+    def _walk(self) -> dict:
+        hidden: list = []
+        now = self._now = walk(self.root, hidden)
+        self.hidden = hidden
+        return now
+
+    def wait(self) -> None:
+        """The walk done (see open). (Both sides of a review may wait at once: the stamps
+        are the same whoever takes them.)"""
+        walker = self._walker
+        if walker is not None:
+            walker.join()
+            self.stamps = {rel: self._stamp(st) for rel, st in self._now.items()}
+            self.unsaved = True
+            self._walker = None
+
+    def hidden_dirs(self) -> list:
+        """The hidden directories the walk skipped."""
+        self.wait()
+        return self.hidden
 
     def _stamp(self, st):
         """A stamp to record: None when it is too close to now to tell a later rewrite."""
@@ -293,6 +323,7 @@ class Store:
     def save(self) -> bool:
         """Write the index atomically under the lock; False when the directory cannot hold it.
         An index read whole and unchanged since is not written again."""
+        self.wait()
         if self.dirty:
             self.scans = {}  # resolved from answers or files that have changed since
             self.unsaved = True
