@@ -266,11 +266,11 @@ class Engine:
                     try:
                         flags = self._argument(args, fi, scope, spread, line, src)
                         max_active = self._argument(args, mi, scope, spread, line, src)
-                        self.resolver.strict_locals = True
+                        self.resolver.naming = True
                         try:
                             name = self._name(sink, args, scope, spread, line, src)
                         finally:
-                            self.resolver.strict_locals = False
+                            self.resolver.naming = False
                         step = Step(rel, line, src.line_text(line).strip(),
                                     f"{sink}(flags '{_arg_text(args, fi, spread)}', "
                                     f"max_active '{_arg_text(args, mi, spread)}')")
@@ -472,11 +472,11 @@ class Engine:
                 return Alt(p.step, (bound[key],), "")
             nflags = substitute(flags, bind)
             nmax = substitute(max_active, bind)
-            self.resolver.strict_locals = True
+            self.resolver.naming = True
             try:
                 nname = self._bind_name(name, bind, scope, cargs, cscope)
             finally:
-                self.resolver.strict_locals = False
+                self.resolver.naming = False
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
                                      [step] + self._condition_steps(cscope.src, conds) + prefix,

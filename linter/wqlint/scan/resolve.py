@@ -248,8 +248,10 @@ class Resolver:
         self.cpp: Optional[Decider] = None  # definitions in branches not compiled are not used
         self.conditional_steps: set = set()  # steps of definitions chosen by a decided #if
         # While a queue's name is resolved: a local that ++ or -- changes (a loop counter) is
-        # not the value of its assignments, which is all flow.Flow sees.
-        self.strict_locals = False
+        # not the value of its assignments, which is all flow.Flow sees; a struct field is not
+        # followed (its assignments in the tree miss what snprintf() or strscpy() wrote, and
+        # searching the tree for every field a name prints would cost much for nothing).
+        self.naming = False
 
     def new_round(self) -> None:
         """Forget answers that were given before their names had been looked up."""
@@ -647,7 +649,7 @@ class Resolver:
         if key in seen:
             return Unknown(None, f"'{name}' depends on itself")
         seen = seen | {key}
-        if self.strict_locals and _counted(name, scope):
+        if self.naming and _counted(name, scope):
             return Unknown(self._step(scope, use, f"local '{name}' is changed by ++ or --"),
                            f"local '{name}' is a counter")
         written = _array_written_by_call(name, use, scope)
@@ -782,7 +784,8 @@ class Resolver:
             value = self._symbol_in(name, scope.src, cands, depth, seen, scope, tree_wide=True)
         if value is None:
             value = Unknown(None, f"'{name}' not defined in the tree")
-        self._symbol_cache[ckey] = value
+        if not self.naming:  # a name's reading of fields and counters is for names only
+            self._symbol_cache[ckey] = value
         return value
 
     def _symbol_in(self, name, near, cands, depth, seen, use_scope, tree_wide=False) -> Optional[Value]:
@@ -907,6 +910,9 @@ class Resolver:
         fname = parser.text(node.child_by_field_name("field"))
         base = node.child_by_field_name("argument")
         base_text = parser.text(base)
+        if self.naming:
+            return Unknown(self._step(scope, node, f"'{base_text}' field '{fname}'"),
+                           f"field '{fname}' (not followed for a name)")
         lhs_text = _norm(parser.text(node))
         base_type = self.type_of(base, scope)
         if base_type is PENDING:
