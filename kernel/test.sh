@@ -14,8 +14,7 @@
 #   NO_APT=1        don't try to install missing packages
 #
 # Exit status: 0 if the series applies, checkpatch --strict reports nothing,
-# W=1 and sparse (when Debian's sparse is recent enough for 7.3, which
-# bookworm's 0.6.4 is not) report nothing on the lines the series adds, every touched
+# W=1 and sparse report nothing on the lines the series adds, every touched
 # object builds, and every KUnit case passes on every topology; 1 otherwise.
 set -euo pipefail
 
@@ -187,16 +186,13 @@ done
 # checked with sparse; a warning counts when it points at a line the series
 # adds. The result is kept per series, so a rerun doesn't rebuild.
 check_fail=0
-# 7.3's scripts/checker-valid.sh wants a sparse that knows __typeof_unqual__;
-# without one, Kbuild skips the checker (C=0) and only W=1 can be checked.
-if [ "$(sh "$tree/scripts/checker-valid.sh" sparse --arch=x86_64 -m64 2>/dev/null)" = 1 ]; then
-	checksrc=2
-	echo "sparse: $(sparse --version) checks this tree"
-else
-	checksrc=0
-	echo "sparse: $(sparse --version) is too old for this tree (scripts/checker-valid.sh:" \
-		"no __typeof_unqual__), not run; W=1 only"
-fi
+# 7.3's scripts/checker-valid.sh wants a sparse that knows __typeof_unqual__
+# (bookworm's 0.6.4 doesn't); scripts/kernel-sparse builds one from Debian's
+# source package when the machine's sparse is refused. C=2: sparse even on
+# objects that are up to date.
+sparse=$("$repo/scripts/kernel-sparse" "$tree") || die "no sparse that this tree accepts"
+checksrc=2
+echo "sparse: $sparse $("$sparse" --version)"
 if [ "$(cat "$results/check.id" 2>/dev/null)" = "$series_id $checksrc" ]; then
 	log "W=1 and sparse: reusing the result for this series"
 else
@@ -231,7 +227,7 @@ else
 		# rebuilt, so that its W=1 warnings are printed again (ccache replays
 		# them); C=2: sparse even when the object is up to date
 		rm -f "$check/$o"
-		if ! nice -n 10 make -C "$tree" O="$check" CC="$cc" W=1 C=$checksrc "$o" \
+		if ! nice -n 10 make -C "$tree" O="$check" CC="$cc" W=1 C=$checksrc CHECK="$sparse" "$o" \
 			>> "$results/check.log" 2>&1; then
 			echo "build failed: $o"
 			check_fail=1
