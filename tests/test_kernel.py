@@ -129,3 +129,44 @@ def test_linux_7_3_zloop_max_active_over_the_limit_from_17_cpus(scan_7_3):
         ("drivers/block/zloop.c", 67)]
     assert f["chain"][3]["note"] == "CPU count num_online_cpus()"
     assert f["chain"][-1]["note"] == "macro ZLOOP_DEF_QUEUE_DEPTH = '128'"
+
+
+# -- workqueue-name-too-long: names labelled from the C (tests/e2e/labels/names-*.tsv) -------
+NAME_RULE = "workqueue-name-too-long"
+
+
+def name_labels(name):
+    out = {}
+    for line in (LABELS / name).read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            loc, severity, size, shown = line.split("\t")[:4]
+            out[loc] = (severity, int(size), shown)
+    return out
+
+
+@pytest.mark.kernel
+def test_linux_6_1_names_cut_silently_to_23_bytes(linux_6_1):
+    """6.1 keeps 23 bytes of a name and says nothing: the labelled calls, scanned file by file
+    (the rest of the tree is covered by the reading in NOTES.md, not by a whole-tree scan)."""
+    want = name_labels("names-6.1.tsv")
+    files = sorted({loc.split(":")[0] for loc in want})
+    doc, _ = scan_json(*[linux_6_1 / f for f in files], "--jobs", "2")
+    got = {f"{f['path']}:{f['line']}:{f['column']}": f for f in doc["findings"] if f["rule"] == NAME_RULE}
+    assert sorted(got) == sorted(want)
+    for loc, (severity, size, shown) in want.items():
+        f = got[loc]
+        assert f["severity"] == severity
+        assert "cuts it silently" in f["message"]
+        assert f"is {size} bytes, WQ_NAME_LEN 24 keeps 23: named '{shown}'" in f["message"], f["message"]
+        assert (f["chain"][0]["path"], f["chain"][0]["line"]) == (f["path"], f["line"])
+        assert (f["chain"][-1]["path"], f["chain"][-1]["note"]) == (
+            "kernel/workqueue.c", "WQ_NAME_LEN = 24: wq->name keeps 23 bytes; a longer name is cut silently")
+
+
+@pytest.mark.kernel
+def test_linux_6_12_names_that_just_fit_are_not_reported(linux_6_12):
+    """6.12 keeps 31 bytes and warns; its longest literal names (31, 30 and 28 bytes) fit."""
+    files = ["drivers/gpu/drm/xe/xe_gt_pagefault.c", "kernel/workqueue.c", "fs/bcachefs/super.c"]
+    doc, _ = scan_json(*[linux_6_12 / f for f in files], "--jobs", "2")
+    assert [f for f in doc["findings"] if f["rule"] == NAME_RULE] == []
+    assert name_labels("names-6.12.tsv") == {}

@@ -113,9 +113,11 @@ def test_the_trees_own_workqueue_c_decides(tmp_path):
     (tmp_path / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 0\n")
     (tmp_path / "include" / "linux" / "workqueue.h").write_bytes(api.builtin_header((7, 3, 0)))
     (tmp_path / "kernel" / "workqueue.c").write_text(
-        "enum {\n\tWQ_NAME_LEN\t\t= 16,\n};\n\nstatic void f(void)\n{\n\tvsnprintf(wq->name, sizeof(wq->name), fmt, args);\n}\n")
+        "enum {\n\tWQ_NAME_LEN\t\t= 16,\n};\n\nstatic void f(void)\n{\n"
+        "\tvsnprintf(wq->name, sizeof(wq->name), fmt, args);\n}\n")
     (tmp_path / "drivers" / "a.c").write_text(
-        '#include <linux/workqueue.h>\nvoid a(void)\n{\n\talloc_workqueue("sixteen_bytes_nm", WQ_PERCPU, 0);\n'
+        '#include <linux/workqueue.h>\nvoid a(void)\n{\n'
+        '\talloc_workqueue("sixteen_bytes_nm", WQ_PERCPU, 0);\n'
         '\talloc_workqueue("fifteen_bytes_n", WQ_PERCPU, 0);\n}\n')
     got = findings(tmp_path / "drivers")
     assert sorted(got) == [4]
