@@ -71,14 +71,25 @@ def decide(p):
         judge(args[0], *args[1:])
     return key in hits
 
+def _text(e):
+    """C text as a script rule prints it: a constraint gets it with a space
+    between tokens ('s -> f ( )'), kept only between two words."""
+    return re.sub(r"\s+(?=[^\w\s])|(?<=[^\w\s])\s+", "", str(e))
+
+# The add_* facts are recorded by the constraints of rules that never match
+# (each returns False): no binding environment, no script rule per match.
+
 def add_assign(p, x, e):
-    assigns.setdefault((p[0].file, p[0].current_element, str(x)), []).append((int(p[0].line), str(e)))
+    assigns.setdefault((p[0].file, p[0].current_element, _text(x)), []).append((int(p[0].line), _text(e)))
+    return False
 
 def add_decl(p, x):
-    declared.add((p[0].file, p[0].current_element, str(x)))
+    declared.add((p[0].file, p[0].current_element, _text(x)))
+    return False
 
 def add_field(p, fld, e):
-    fields.setdefault((p[0].file, str(fld)), []).append((p[0].current_element, int(p[0].line), str(e)))
+    fields.setdefault((p[0].file, _text(fld)), []).append((p[0].current_element, int(p[0].line), _text(e)))
+    return False
 
 def _values(file, fn, x, line):
     return [(l, e) for (l, e) in assigns.get((file, fn, x), ()) if l <= line]
@@ -192,52 +203,35 @@ add_call(p, f)
 @assign depends on alloc@
 local idexpression x;
 expression e;
-position p;
+position p : script:python(x, e) { add_assign(p, x, e) };
 @@
 
-(
  x@p = e
-|
- x@p |= e
-)
 
-@script:python@
-x << assign.x;
-e << assign.e;
-p << assign.p;
+@orassign depends on alloc@
+local idexpression x;
+expression e;
+position p : script:python(x, e) { add_assign(p, x, e) };
 @@
-add_assign(p, x, e)
+
+ x@p |= e
 
 @dinit depends on alloc@
 identifier x;
 type T;
 expression e;
-position p;
+position p : script:python(x, e) { add_decl(p, x) or add_assign(p, x, e) };
 @@
 
  T x@p = e;
 
-@script:python@
-x << dinit.x;
-e << dinit.e;
-p << dinit.p;
-@@
-add_decl(p, x)
-add_assign(p, x, e)
-
 @dvar depends on alloc@
 identifier x;
 type T;
-position p;
+position p : script:python(x) { add_decl(p, x) };
 @@
 
  T x@p;
-
-@script:python@
-x << dvar.x;
-p << dvar.p;
-@@
-add_decl(p, x)
 
 @r@
 position p : script:python() { decide(p) };
