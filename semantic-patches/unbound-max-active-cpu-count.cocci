@@ -45,7 +45,8 @@ CALL_RE = re.compile(r"[A-Za-z_]\w*\s*\(")
 WQ_FLAGS = frozenset((
     "WQ_BH", "WQ_UNBOUND", "WQ_FREEZABLE", "WQ_MEM_RECLAIM", "WQ_HIGHPRI",
     "WQ_CPU_INTENSIVE", "WQ_SYSFS", "WQ_POWER_EFFICIENT", "WQ_PERCPU",
-    "__WQ_DESTROYING", "__WQ_DRAINING", "__WQ_ORDERED", "__WQ_LEGACY"))
+    "__WQ_DESTROYING", "__WQ_DRAINING", "__WQ_ORDERED", "__WQ_LEGACY",
+    "__WQ_DEPRECATED"))
 
 assigns = {}   # (file, function, local) -> [(line, right-hand side)]
 declared = set()  # (file, function, local) declared in the body of the function
@@ -53,6 +54,7 @@ fields = {}    # (file, field) -> [(function, line, right-hand side)]
 calls = {}     # (file, line, column) -> the arguments of that allocation
 hits = set()   # (file, line, column) of the calls to report
 _trees = {}
+_versions = {}
 
 def _pos(p):
     return (p[0].file, int(p[0].line), int(p[0].column))
@@ -124,6 +126,22 @@ def may_have(flag, file, fn, e, line, seen=()):
                     return True
     return False
 
+def must_have(flag, file, fn, e, line, seen=()):
+    """flag is in every value e can have here: e is an OR of terms (no call, no
+    conditional, no mask) naming flag itself, or a local of fn whose every value
+    given before line must have it (a |= of other flags is such a value: the
+    rule then stays silent)."""
+    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
+        return False
+    if re.search(r"\b%s\b" % flag, e):
+        return True
+    for x in ID_RE.findall(e):
+        values = _values(file, fn, x, line)
+        if (x not in seen and (file, fn, x) in declared and values
+                and all(must_have(flag, file, fn, rhs, l, seen + (x,)) for (l, rhs) in values)):
+            return True
+    return False
+
 def flag_names(file, fn, e, line, seen=()):
     """Every WQ_* flag e can hold, or None when e is not fully known here:
     only WQ_* constants, numbers, '|' and locals declared in fn whose every
@@ -149,9 +167,10 @@ def literal(n):
     """n is a string literal that can serve as a format string as it is."""
     return re.fullmatch(r'"[^"%\\]*"', n) is not None
 
-def tree_defines(symbol, file):
-    """symbol is in include/linux/workqueue.h of the tree holding file, else of
-    the current directory (make coccicheck runs at the top); True if no tree."""
+def _tree(file):
+    """The top of the tree holding file (the directory whose
+    include/linux/workqueue.h is found first, from the file upwards, then from
+    the current directory: make coccicheck runs at the top), or None."""
     for d in (os.path.dirname(os.path.abspath(file)), os.getcwd()):
         while True:
             h = os.path.join(d, "include", "linux", "workqueue.h")
@@ -161,11 +180,39 @@ def tree_defines(symbol, file):
                     with open(h, encoding="utf-8", errors="replace") as fh:
                         _trees[h] = fh.read()
             if _trees[h] is not None:
-                return re.search(r"\b%s\b" % symbol, _trees[h]) is not None
+                return d
             if os.path.dirname(d) == d:
                 break
             d = os.path.dirname(d)
-    return True
+    return None
+
+def tree_defines(symbol, file):
+    """symbol is in include/linux/workqueue.h of the tree holding file; True if
+    no tree is found."""
+    top = _tree(file)
+    if top is None:
+        return True
+    h = os.path.join(top, "include", "linux", "workqueue.h")
+    return re.search(r"\b%s\b" % symbol, _trees[h]) is not None
+
+def tree_version(file):
+    """(VERSION, PATCHLEVEL) of the top Makefile of the tree holding file, or
+    None (no tree, or no version in it)."""
+    top = _tree(file)
+    if top is None:
+        return None
+    if top not in _versions:
+        _versions[top] = None
+        try:
+            with open(os.path.join(top, "Makefile"), encoding="utf-8", errors="replace") as fh:
+                head = fh.read(4096)
+            v = re.search(r"(?m)^VERSION\s*=\s*(\d+)\s*$", head)
+            pl = re.search(r"(?m)^PATCHLEVEL\s*=\s*(\d+)\s*$", head)
+            if v and pl:
+                _versions[top] = (int(v.group(1)), int(pl.group(1)))
+        except OSError:
+            pass
+    return _versions[top]
 # -- end of shared helpers --
 
 MSG = "WQ_UNBOUND workqueue with max_active derived from a CPU count: say whether a global or a per-scope limit is meant"

@@ -46,27 +46,56 @@ def expand(pattern: str) -> set:
     return {w for alt in alternatives(body) for w in words(alt)}
 
 
+# `identifier call;`: a metavariable standing for a call already matched by name.
+IDENT_RE = re.compile(r"(?m)^identifier ([\w, ]+);$")
+# `identifier fn = {a, b};`: the functions a rule looks for the definitions of.
+IDENT_LIST_RE = re.compile(r"(?ms)^identifier \w+ = \{([^}]*)\};$")
+WQ_FLAGS_RE = re.compile(r"(?ms)^WQ_FLAGS = frozenset\(\((.*?)\)\)$")
+
+
 @pytest.mark.parametrize("path", COCCI, ids=lambda p: p.name)
 def test_cocci_calls_are_the_api_entry_points(path):
     text = path.read_text(encoding="utf-8")
-    calls = [(m.group(1), [a.strip() for a in m.group(2).split(",")]) for m in CALL_RE.finditer(text)]
+    metavars = {n.strip() for m in IDENT_RE.finditer(text) for n in m.group(1).split(",")}
+    calls = [(m.group(1), [a.strip() for a in m.group(2).split(",")]) for m in CALL_RE.finditer(text)
+             if m.group(1) not in metavars]
     names = {name for name, _ in calls}
     assert names, "the rule matches no call"
     for name, args in calls:
+        if name in api.QUEUE_CALLS_BY_NAME:
+            queue_arg = api.QUEUE_CALLS_BY_NAME[name].queue_arg
+            if "Q" in args:
+                assert args.index("Q") == queue_arg, f"{name}(): the queue is argument {queue_arg + 1}"
+            continue
         entry = api.BY_NAME.get(name)
         assert entry is not None and entry.public, f"{name}() is not a public entry point of wqlint.api"
+        if "f" in args and entry.flags_arg >= 0:
+            assert args.index("f") == entry.flags_arg, f"{name}(): flags are argument {entry.flags_arg + 1}"
         if entry.kind != "function":
             continue
-        if "f" in args:
-            assert args.index("f") == entry.flags_arg, f"{name}(): flags are argument {entry.flags_arg + 1}"
         if "m" in args:
             assert args.index("m") == entry.max_active_arg, f"{name}(): max_active is argument {entry.max_active_arg + 1}"
-    functions = {n for n in names if api.BY_NAME[n].kind == "function"}
+    functions = {n for n in names if n in api.BY_NAME and api.BY_NAME[n].kind == "function"}
     if functions:  # a rule that matches allocation calls matches every one callers write
         assert functions == set(api.PUBLIC_FUNCTIONS)
-    legacy = {n for n in names if api.BY_NAME[n].legacy}
+    ordered = {n for n in names if n in api.ORDERED_MACROS}
+    if ordered:  # and every ordered form, when it looks at them
+        assert ordered == set(api.ORDERED_MACROS)
+    queues = {n for n in names if n in api.QUEUE_CALLS_BY_NAME}
+    if queues:
+        assert queues == set(api.QUEUE_CALLS_BY_NAME)
+    legacy = {n for n in names if n in api.BY_NAME and api.BY_NAME[n].legacy}
     if path.stem == "legacy-create-workqueue":
         assert legacy == set(api.LEGACY_MACROS)
+    for m in IDENT_LIST_RE.finditer(text):  # the API's own allocation functions
+        assert {n.strip() for n in m.group(1).split(",")} == set(api.SINKS)
+
+
+@pytest.mark.parametrize("path", COCCI, ids=lambda p: p.name)
+def test_cocci_flags_are_the_api_flags(path):
+    m = WQ_FLAGS_RE.search(path.read_text(encoding="utf-8"))
+    assert m, "the shared helpers name the WQ_* flags"
+    assert set(re.findall(r'"(\w+)"', m.group(1))) == {name for name, _bit, _since in api.FLAG_BITS}
 
 
 @pytest.mark.parametrize("path", COCCI, ids=lambda p: p.name)

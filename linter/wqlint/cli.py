@@ -217,7 +217,10 @@ def _coccinelle(paths, cat, jobs, kernel_version, kernel=None):
                                      if kernel is not None else None)
     except cocci.SpatchNotFound as exc:
         raise click.ClickException(str(exc)) from None
-    return Report(root=str(root), findings=findings, errors=errors, kernel_version=version,
+    missing = cocci.not_covered(cat)
+    notes = [f"not covered by --engine coccinelle (no semantic patch, see semantic-patches/README.md): "
+             f"{', '.join(missing)}; the tree-sitter engine checks them"] if missing else []
+    return Report(root=str(root), findings=findings, errors=errors, notes=notes, kernel_version=version,
                   kernel_version_source=source)
 
 
