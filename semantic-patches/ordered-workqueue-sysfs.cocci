@@ -11,8 +11,9 @@
 ///
 //# The version is the tree's: VERSION and PATCHLEVEL of the top Makefile of
 //# the tree whose include/linux/workqueue.h is found (from the file upwards,
-//# then from the current directory); with no tree or no version the rule
-//# applies (wqlint's default, 6.12).  Ordered: alloc_ordered_workqueue() and
+//# then from the current directory); with no tree or no version the rule is
+//# silent (wqlint's default is the newest kernel, which allows it).  Ordered:
+//# alloc_ordered_workqueue() and
 //# its _lockdep_map, devm_ and drmm_ forms, or __WQ_ORDERED in every value of
 //# the flags of an allocation function.  WQ_SYSFS must be in every value the
 //# flags can have here (at the call, or in every value given to a local of
@@ -221,7 +222,7 @@ MSG = "ordered workqueue with WQ_SYSFS: workqueue_sysfs_register() refuses it wi
 def judge(p, f, ordered):
     file, fn, line = p[0].file, p[0].current_element, int(p[0].line)
     version = tree_version(file)
-    if version is not None and version >= (7, 1):
+    if version is None or version >= (7, 1):
         return  # a4aa8d94f243: allowed, max_active read-only
     if not must_have("WQ_SYSFS", file, fn, f, line):
         return

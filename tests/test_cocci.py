@@ -242,6 +242,23 @@ def test_patch_adds_wq_percpu_only_where_the_tree_defines_it():
 
 
 @needs_spatch
+@pytest.mark.parametrize("makefile, reported", [
+    ("VERSION = 7\nPATCHLEVEL = 0\nSUBLEVEL = 9\n", ["40", "42"]),
+    ("VERSION = 7\nPATCHLEVEL = 1\nSUBLEVEL = 0\n", []),  # a4aa8d94f243 allows it
+    (None, []),  # no version: wqlint's default, the newest kernel
+])
+def test_ordered_sysfs_follows_the_tree_version(tmp_path, makefile, reported):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES, tree, ignore=shutil.ignore_patterns("expected", "old-tree"))
+    if makefile is None:
+        (tree / "Makefile").unlink()
+    else:
+        (tree / "Makefile").write_text(makefile)
+    lines = [l.split(":")[1] for l in spatch("ordered-workqueue-sysfs", "report", cwd=tree).splitlines()]
+    assert lines == reported
+
+
+@needs_spatch
 def test_sysfs_queue_is_reported_but_not_converted():
     assert "max_active_one.c:21:" in spatch("unbound-max-active-one", "report")
     removed = [l for l in spatch("unbound-max-active-one", "patch").splitlines() if l.startswith("-\t")]
