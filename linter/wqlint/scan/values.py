@@ -141,25 +141,35 @@ def evaluate(value: Value, ncpus: int) -> tuple:
     complete is False when some alternative could not be evaluated (unknown, parameter).
     Walked with an explicit stack: a Value may be as deep as the expression it came from.
     """
+    def leaf(v: Value) -> tuple:
+        if isinstance(v, Const):
+            return {v.value}, True
+        if isinstance(v, CpuCount):
+            return {v.static_max if v.static_max is not None else ncpus}, True
+        return set(), False  # Unknown, Param
+
+    return fold(value, leaf, _combine)
+
+
+def fold(value: Value, leaf, inner):
+    """leaf(v) for a node without parts, inner(v, [the results of its parts]) for an
+    alternative, operation or tunable: bottom-up with an explicit stack, as a Value may be as
+    deep as the expression it came from."""
     results: list = []
     todo = [(value, False)]
     while todo:
         v, combine = todo.pop()
         kids = children(v)
         if not combine:
-            if isinstance(v, Const):
-                results.append(({v.value}, True))
-            elif isinstance(v, CpuCount):
-                results.append(({v.static_max if v.static_max is not None else ncpus}, True))
-            elif isinstance(v, (Alt, Op, Tunable)):
+            if isinstance(v, (Alt, Op, Tunable)):
                 todo.append((v, True))
                 todo.extend((k, False) for k in reversed(kids))
-            else:  # Unknown, Param
-                results.append((set(), False))
+            else:
+                results.append(leaf(v))
             continue
         got = results[len(results) - len(kids):]
         del results[len(results) - len(kids):]
-        results.append(_combine(v, got))
+        results.append(inner(v, got))
     return results[0]
 
 
@@ -356,39 +366,29 @@ def known_bound(value: Value) -> Value:
     cannot be evaluated (a mount option, another caller's argument) is left out when others
     can be; min() and clamp() are bounded by their known arguments (min(token,
     num_online_cpus()) is at most the CPU count, whatever token is), max() is at least its
-    known ones. Anything else unknown stays unknown. Bottom-up with an explicit stack."""
-    results: list = []
-    todo = [(value, False)]
-    while todo:
-        v, combine = todo.pop()
-        kids = children(v)
-        if not combine:
-            if kids:
-                todo.append((v, True))
-                todo.extend((k, False) for k in reversed(kids))
-            else:
-                results.append(v)
-            continue
-        got = tuple(results[len(results) - len(kids):])
-        del results[len(results) - len(kids):]
-        known = [k for k in got if not has_unknown(k)]
-        if isinstance(v, Alt):
-            at = [i for i, k in enumerate(got) if not has_unknown(k)]
-            if not at or len(at) == len(got):
-                at = list(range(len(got)))
-            guards = tuple(v.guards[i] for i in at) if v.guards else ()
-            results.append(Alt(v.step, tuple(got[i] for i in at), v.why, guards))
-        elif isinstance(v, Op) and v.op in ("min", "max") and known and len(known) < len(got):
-            results.append(known[0] if len(known) == 1 else Op(v.step, v.op, tuple(known)))
-        elif isinstance(v, Op) and v.op == "clamp" and len(got) == 3 and has_unknown(got[0]) \
-                and not has_unknown(got[1]) and not has_unknown(got[2]):
-            results.append(Op(v.step, "max", (got[1], got[2])))  # clamp(x, lo, hi) reaches hi
-        elif isinstance(v, Op):
-            results.append(Op(v.step, v.op, got))
-        else:
-            assert isinstance(v, Tunable)
-            results.append(Tunable(v.step, got[0], v.how))
-    return results[0]
+    known ones. Anything else unknown stays unknown."""
+    return fold(value, lambda v: v, _bound_of)
+
+
+def _bound_of(v: Value, got: list) -> Value:
+    """known_bound() of an inner node from its parts' bounds."""
+    parts = tuple(got)
+    known = [k for k in parts if not has_unknown(k)]
+    if isinstance(v, Alt):
+        at = [i for i, k in enumerate(parts) if not has_unknown(k)]
+        if not at or len(at) == len(parts):
+            at = list(range(len(parts)))
+        guards = tuple(v.guards[i] for i in at) if v.guards else ()
+        return Alt(v.step, tuple(parts[i] for i in at), v.why, guards)
+    if isinstance(v, Op) and v.op in ("min", "max") and known and len(known) < len(parts):
+        return known[0] if len(known) == 1 else Op(v.step, v.op, tuple(known))
+    if isinstance(v, Op) and v.op == "clamp" and len(parts) == 3 and has_unknown(parts[0]) \
+            and not has_unknown(parts[1]) and not has_unknown(parts[2]):
+        return Op(v.step, "max", (parts[1], parts[2]))  # clamp(x, lo, hi) reaches hi
+    if isinstance(v, Op):
+        return Op(v.step, v.op, parts)
+    assert isinstance(v, Tunable)
+    return Tunable(v.step, parts[0], v.how)
 
 
 # -- paths ----------------------------------------------------------------------------------
