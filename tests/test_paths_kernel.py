@@ -36,8 +36,12 @@ def test_nvme_tcp_6_12_lacks_the_flag_only_when_not_unbound(linux_6_12):
 def test_zloop_7_3_takes_nr_queues_from_its_own_options(linux_7_3):
     # rnbd-clt.c assigns set->map[...].nr_queues of a struct blk_mq_queue_map: another type.
     doc, _ = scan_json(linux_7_3 / "drivers" / "block" / "zloop.c", "--jobs", "2")
-    (f,) = findings_at(doc, "drivers/block/zloop.c", 1274)
-    assert (f["rule"], f["column"]) == ("unbound-max-active-cpu-count", 19)
+    # (the same call is also over WQ_MAX_ACTIVE from 17 CPUs on: test_kernel's labels)
+    assert sorted(g["rule"] for g in findings_at(doc, "drivers/block/zloop.c", 1274)) == [
+        "max-active-over-limit", "unbound-max-active-cpu-count"]
+    (f,) = [g for g in findings_at(doc, "drivers/block/zloop.c", 1274)
+            if g["rule"] == "unbound-max-active-cpu-count"]
+    assert f["column"] == 19
     assert [(s["path"], s["line"], s["note"]) for s in f["chain"]] == [
         ("drivers/block/zloop.c", 1274, "alloc_workqueue(flags 'WQ_UNBOUND | WQ_FREEZABLE', "
                                         "max_active 'opts->nr_queues * opts->queue_depth')"),
