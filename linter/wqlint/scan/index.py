@@ -329,7 +329,6 @@ class TreeIndex:
         self.grep_rounds += 1
         results: dict[str, list] = {t: [] for t in tokens}
         wanted = {t.encode() for t in tokens}
-        regex = None  # the plain strings: see SEARCH_CHUNK
         paths = None
         want = {""}
         if defs:
@@ -340,12 +339,17 @@ class TreeIndex:
             if paths is None or "" in want:
                 want = {""}
         hits = {}
-        for i in range(0, len(tokens), SEARCH_CHUNK):
-            chunk = tokens[i:i + SEARCH_CHUNK]
-            found = self._grep(chunk, regex, None if paths is None else
+        search = covering(tokens)
+        # A definition search keeps only the lines that may define a token (the same test
+        # as below, for every token): the rest of the lines of GFP_KERNEL or EIO, tens of
+        # thousands, never reach Python.
+        keep = definition_regex(tokens, LINE_START) if defs else None
+        for i in range(0, len(search), SEARCH_CHUNK):
+            chunk = search[i:i + SEARCH_CHUNK]
+            found = self._grep(chunk, keep, None if paths is None else
                                [p for p in paths if not p.startswith(KERNEL_PREFIX)])
             if self.kernel is not None:
-                found = list(found) + self._grep_kernel(chunk, regex, paths)
+                found = list(found) + self._grep_kernel(chunk, keep, paths)
             for rel, line, content in found:
                 hits[(rel, line)] = content
         lines = {}
@@ -366,7 +370,7 @@ class TreeIndex:
                 self.store.record(key, occ, {o: lines[o] for o in occ}, want if defs else None)
             self._take(key, occ, want if defs else None)
 
-    def _grep_kernel(self, tokens: list, regex: Optional[str], paths: Optional[list]) -> list:
+    def _grep_kernel(self, tokens: list, keep: Optional[str], paths: Optional[list]) -> list:
         """Hits in the kernel's shared headers (all of them for a search of the whole tree),
         named under KERNEL_PREFIX; a file in several roots counts in the first."""
         if paths is None:
@@ -381,7 +385,7 @@ class TreeIndex:
             if not here:
                 continue
             files = set()
-            for rel, line, content in self._grep_in(root, tokens, regex, here, follow=True):
+            for rel, line, content in self._grep_in(root, tokens, keep, here, follow=True):
                 if rel in seen:
                     continue
                 files.add(rel)
@@ -440,32 +444,30 @@ class TreeIndex:
             self._units = units
         return self._units
 
-    def _grep(self, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None):
-        return self._grep_in(self.root, tokens, regex, paths)
+    def _grep(self, tokens: list, keep: Optional[str] = None, paths: Optional[list] = None):
+        return self._grep_in(self.root, tokens, keep, paths)
 
-    def _grep_in(self, root: Path, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None,
+    def _grep_in(self, root: Path, tokens: list, keep: Optional[str] = None, paths: Optional[list] = None,
                  follow: bool = False):
         """(rel to root, line, content) of the lines of paths (None: all of root) that hold a
-        token (or match regex); follow: through symbolic links (a kernel's headers)."""
+        token; follow: through symbolic links (a kernel's headers). keep, a regex of
+        search-output records (see LINE_START), may leave out lines that do not match it."""
         if not root.is_dir():
             return []
         if paths is not None and not paths:
             return []
         rg = shutil.which("rg")
         if rg:
-            return self._ripgrep(rg, tokens, regex, paths, root, follow)
+            return self._ripgrep(rg, tokens, keep, paths, root, follow)
         units = self._work_units() if paths is None else [str(root / p) for p in paths]
         if not units:
             return []
         if shutil.which("grep") is None:
-            return self._pyscan(units, tokens, regex, root)
+            return self._pyscan(units, tokens, root)
         recurse = "-R" if follow else "-r"
-        if regex:
-            args = ["grep", recurse + "nEHZ", "--include=*.c", "--include=*.h", "-e", regex]
-        else:
-            args = ["grep", recurse + "nFHZ", "--include=*.c", "--include=*.h"]
-            for t in tokens:
-                args += ["-e", t]
+        args = ["grep", recurse + "nFHZ", "--include=*.c", "--include=*.h"]
+        for t in tokens:
+            args += ["-e", t]
         env = dict(os.environ, LC_ALL="C")
         n = min(self.jobs * 3, len(units))
         groups = [units[i::n] for i in range(n)]
@@ -489,21 +491,25 @@ class TreeIndex:
                     out.append((relpath(Path(os.fsdecode(name)), root), num, content))
         return out
 
-    def _ripgrep(self, rg: str, tokens: list, regex: Optional[str] = None, paths: Optional[list] = None,
+    def _ripgrep(self, rg: str, tokens: list, keep: Optional[str] = None, paths: Optional[list] = None,
                  root: Optional[Path] = None, follow: bool = False):
-        """ripgrep walks and searches in parallel: several times less CPU than grep -r."""
+        """ripgrep walks and searches in parallel: several times less CPU than grep -r. With
+        keep, a second ripgrep filters the records: a regex over every line of the tree
+        costs twice the literal search, over the lines that hold a token next to nothing."""
         root = root or self.root
         args = [rg, "-n", "--no-heading", "--null", "--no-ignore", "--binary",
                 "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"] + (["--follow"] if follow else [])
-        if regex:
-            args += ["-e", "(?-u)" + regex]  # ASCII \b and \s: several times faster
+        args += ["-F"]
+        for t in tokens:
+            args += ["-e", t]
+        args += ["--"] + (paths if paths is not None else ["."])
+        env = dict(os.environ, LC_ALL="C")
+        if keep:
+            # ASCII \b and \s (several times faster); the notes of binary files go through.
+            proc = _pipeline(args, [rg, "-a", "--no-line-number", "--no-filename", "-e", "(?-u)" + keep,
+                                    "-e", _BINARY_NOTE], cwd=root, env=env)
         else:
-            args += ["-F"]
-            for t in tokens:
-                args += ["-e", t]
-        proc = subprocess.run(args + ["--"] + (paths if paths is not None else ["."]), cwd=root,
-                              capture_output=True,
-                              env=dict(os.environ, LC_ALL="C"))
+            proc = subprocess.run(args, cwd=root, capture_output=True, env=env)
         for errline in proc.stderr.decode("utf-8", "replace").splitlines():
             # "rg: ./x.c: Permission denied (os error 13)": a file or directory that could not
             # be read (ripgrep 13 prints no "rg: " before it)
@@ -537,29 +543,42 @@ class TreeIndex:
         if all(e.path != err.path for e in self.errors):
             self.errors.append(err)
 
-    def _pyscan(self, units: list, tokens: list, regex: Optional[str] = None, root: Optional[Path] = None):
+    def _pyscan(self, units: list, tokens: list, root: Optional[Path] = None):
         root = root or self.root
-        pattern = re.compile(regex.encode() if regex else
-                             rb"\b(?:" + b"|".join(re.escape(t.encode()) for t in tokens) + rb")\b")
+        pattern = re.compile(b"|".join(re.escape(t.encode()) for t in tokens))  # plain strings, as grep -F
         out = []
         for unit in units:
-            for dirpath, _dirs, names in os.walk(unit):
-                for name in names if os.path.isdir(unit) else [os.path.basename(unit)]:
-                    path = Path(dirpath, name) if os.path.isdir(unit) else Path(unit)
-                    if not name.endswith((".c", ".h")):
-                        continue
-                    try:
-                        data = path.read_bytes()
-                    except OSError:
-                        continue
-                    if not pattern.search(data):
-                        continue
-                    for lineno, content in enumerate(data.split(b"\n"), 1):
-                        if pattern.search(content):
-                            out.append((relpath(path, root), lineno, content))
-                if not os.path.isdir(unit):
-                    break
+            if os.path.isdir(unit):
+                paths = (Path(d, n) for d, dirs, names in os.walk(unit)
+                         if not dirs.sort() for n in sorted(names))
+            else:  # a file unit: os.walk() of a file yields nothing
+                paths = iter([Path(unit)])
+            for path in paths:
+                if not path.name.endswith((".c", ".h")):
+                    continue
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    continue
+                if not pattern.search(data):
+                    continue
+                if b"\0" in data:  # as ripgrep and grep: a note, no lines
+                    if root == self.root:
+                        self.bad.setdefault(relpath(path, root), "binary file (contains NUL bytes)")
+                    continue
+                for lineno, content in enumerate(data.split(b"\n"), 1):
+                    if pattern.search(content):
+                        out.append((relpath(path, root), lineno, content))
         return out
+
+
+def covering(tokens: list) -> list:
+    """The tokens that hold none of the others: a line holding any token holds one of them."""
+    kept: list[str] = []
+    for t in sorted(set(tokens), key=lambda t: (len(t), t)):
+        if not any(k in t for k in kept):
+            kept.append(t)
+    return sorted(kept)
 
 
 def _records(out: bytes, other=lambda line: None):
@@ -600,18 +619,37 @@ def defines(token: str, content: bytes) -> bool:
     return rx.search(content) is not None
 
 
-def definition_regex(tokens: list) -> str:
-    """One extended regex (GNU grep -E, ripgrep, Python) for lines that may define a token."""
+def definition_regex(tokens: list, start: str = "^") -> str:
+    """One extended regex (GNU grep -E, ripgrep, Python) for lines that may define a token;
+    start: what a line's start is (LINE_START for the records of a search's output)."""
     t = "(" + "|".join(re.escape(x) for x in tokens) + ")"
     return "|".join([
-        r"^\s*#\s*define\s+" + t + r"\b",          # macro
-        r"^[A-Za-z_].*\b" + t + r"\s*\(",             # function header (or prototype)
-        r"^\s*" + t + r"\s*(=|,|$|/\*)",             # enumerator
+        start + r"\s*#\s*define\s+" + t + r"\b",          # macro
+        start + r"[A-Za-z_].*\b" + t + r"\s*\(",             # function header (or prototype)
+        start + r"\s*" + t + r"\s*(=|,|$|/\*)",             # enumerator
         r"\b" + t + r"\s*(\[[^]]*\])?\s*[|+]?=[^=]",  # assignment or initialised declaration
         r"module_param.*\b" + t + r"\b",           # module parameter
-        r"^\s*(typedef\s+)?(struct|union)\s+" + t + r"\s*(\{|$)",  # struct definition
-        r"^\s*\}\s*" + t + r"\s*;",                   # end of a typedef'd struct
+        start + r"\s*(typedef\s+)?(struct|union)\s+" + t + r"\s*(\{|$)",  # struct definition
+        start + r"\s*\}\s*" + t + r"\s*;",                   # end of a typedef'd struct
     ])
+
+
+# The start of a line's content in a record of `--null -n` search output: NAME NUL NUM ':'.
+LINE_START = r"^[^\x00]*\x00[0-9]+:"
+# ripgrep's note on a binary file, in its output: kept through a filter (see _records).
+_BINARY_NOTE = "binary file matches"
+
+
+def _pipeline(first: list, second: list, cwd, env) -> subprocess.CompletedProcess:
+    """first | second: second's output, and first's errors and exit status (its errors go to a
+    file: a pipe that filled up would stop it before it closed its output)."""
+    import tempfile
+    with tempfile.TemporaryFile() as errors:
+        with subprocess.Popen(first, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=errors) as one:
+            got = subprocess.run(second, stdin=one.stdout, capture_output=True, env=env)
+            one.stdout.close()
+        errors.seek(0)
+        return subprocess.CompletedProcess(first, one.returncode, got.stdout, errors.read())
 
 
 def definition_root(rel: str) -> str:

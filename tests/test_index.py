@@ -1,0 +1,72 @@
+"""The tree search behind every lookup: names that hold other searched names are found through
+the shorter ones, with the same answers from ripgrep, grep and the Python fallback."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from wqlint.scan import index
+from wqlint.scan.index import TreeIndex, covering
+
+
+def test_covering_keeps_the_names_that_hold_no_other():
+    assert covering(["alloc_workqueue_noprof", "alloc_workqueue", "__alloc_workqueue", "system_wq",
+                     "system_unbound_wq", "devm_alloc_workqueue", "create_workqueue"]) == \
+        ["alloc_workqueue", "create_workqueue", "system_unbound_wq", "system_wq"]
+    assert covering(["b", "a", "b"]) == ["a", "b"]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.c").write_text(
+        "q = alloc_workqueue_noprof(x);\n"      # 1: only the longer name
+        "q = alloc_workqueue(x);\n"             # 2: only the shorter one
+        "my_alloc_workqueue(x);\n"              # 3: neither, as a word
+        "__alloc_workqueue(x); system_wq;\n")   # 4
+    (tmp_path / "b.h").write_text("#define alloc_workqueue(...) alloc_workqueue_noprof(__VA_ARGS__)\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("how", ["rg", "grep", "python"])
+def test_every_name_gets_exactly_its_word_lines(tree, monkeypatch, how):
+    real = shutil.which
+    hidden = {"rg": set(), "grep": {"rg"}, "python": {"rg", "grep"}}[how]
+    if how != "python" and real(how) is None:
+        pytest.skip(f"{how} is not installed")
+    monkeypatch.setattr(index.shutil, "which", lambda name: None if name in hidden else real(name))
+    idx = TreeIndex(tree, jobs=2)
+    names = ["alloc_workqueue_noprof", "alloc_workqueue", "__alloc_workqueue", "system_wq"]
+    idx.fetch(names)
+    assert idx.fetched == {
+        "alloc_workqueue_noprof": [("b.h", 1), ("d/a.c", 1)],
+        "alloc_workqueue": [("b.h", 1), ("d/a.c", 2)],
+        "__alloc_workqueue": [("d/a.c", 4)],
+        "system_wq": [("d/a.c", 4)],
+    }
+
+
+@pytest.mark.parametrize("how", ["rg", "grep", "python"])
+def test_definition_search_keeps_exactly_the_lines_that_may_define(tree, monkeypatch, how):
+    real = shutil.which
+    hidden = {"rg": set(), "grep": {"rg"}, "python": {"rg", "grep"}}[how]
+    if how != "python" and real(how) is None:
+        pytest.skip(f"{how} is not installed")
+    monkeypatch.setattr(index.shutil, "which", lambda name: None if name in hidden else real(name))
+    (tree / "d" / "defs.c").write_text(
+        "#define NR_Q 4\n"                       # 1: a macro
+        "x = f(NR_Q, NR_Q_MAX);\n"               # 2: uses only
+        "static int nr_q_of(int n)\n"            # 3: a function header
+        "{\n\treturn n + NR_Q;\n}\n"
+        "\tq->nr = NR_Q;\n"                      # 7: an assignment of another name
+        "\tnr_q_of = 3;\n"                       # 8: an assignment of the function's name
+        "#define NR_Q_MAX (2 * NR_Q)\n")         # 9
+    (tree / "d" / "blob.c").write_bytes(b"#define NR_Q 5\n\0\0binary\n")
+    idx = TreeIndex(tree, jobs=2)
+    for name in ("NR_Q", "nr_q_of", "NR_Q_MAX"):
+        assert idx.occurrences(name, defs=True) is None  # not searched yet
+    assert idx.fetch_pending()
+    assert [idx.occurrences(name, defs=True) for name in ("NR_Q", "nr_q_of", "NR_Q_MAX")] == [
+        [("d/defs.c", 1)], [("d/defs.c", 3), ("d/defs.c", 8)], [("d/defs.c", 9)]]
+    assert idx.bad == {"d/blob.c": "binary file (contains NUL bytes)"}
