@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
@@ -548,6 +548,7 @@ class TreeIndex:
         pattern = re.compile(b"|".join(re.escape(t.encode()) for t in tokens))  # plain strings, as grep -F
         out = []
         for unit in units:
+            paths: Iterator[Path]
             if os.path.isdir(unit):
                 paths = (Path(d, n) for d, dirs, names in os.walk(unit)
                          if not dirs.sort() for n in sorted(names))
@@ -646,6 +647,7 @@ def _pipeline(first: list, second: list, cwd, env) -> subprocess.CompletedProces
     import tempfile
     with tempfile.TemporaryFile() as errors:
         with subprocess.Popen(first, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=errors) as one:
+            assert one.stdout is not None
             got = subprocess.run(second, stdin=one.stdout, capture_output=True, env=env)
             one.stdout.close()
         errors.seek(0)
