@@ -24,11 +24,13 @@ _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # The tree search is for plain strings, at most SEARCH_CHUNK per pass; which lines name a
 # token as a word, or may define it, is decided in Python. ripgrep 13's word (-w) and regex
 # matching cost about ten times its literal search on a kernel tree (3.6 s of CPU against
-# 0.3 s for three names), and so does a literal search of 18 strings or more against 17,
-# more than a second pass over the files (0.7 s). The answer is then also the same whatever
-# was searched with it, which lets the index kept between runs (store.py) update it file by
-# file.
-SEARCH_CHUNK = 16
+# 0.3 s for three names). A literal search slows down with names that hold one another (a
+# string that holds another searched string is left out: the shorter one finds its lines;
+# alloc_workqueue with alloc_workqueue_noprof and ten other such names took 2 s against
+# 0.5 s for the six that cover them) and a little with many names (58 unrelated names in one
+# pass 1 s on 6.12, in four passes of 16 2.3 s). The answer is the same whatever was
+# searched with it, which lets the index kept between runs (store.py) update it file by file.
+SEARCH_CHUNK = 64
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
