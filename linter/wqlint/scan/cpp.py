@@ -48,27 +48,23 @@ def directives(data: bytes) -> tuple:
     lines: list[int] = []
     out: list[tuple] = []
     stack: list[_Frame] = []
-    raw = data.split(b"\n")
-    i = 0
-    while i < len(raw):
-        text = raw[i]
-        first = i
-        while text.endswith(b"\\") and i + 1 < len(raw):
-            i += 1
-            text = text[:-1] + b" " + raw[i]
-        i += 1
-        if b"#" not in text:
-            continue
+    lineno, counted = 1, 0
+    # The directives are found at C speed: most lines of a file are not one.
+    for found in _CONDITIONAL_RE.finditer(data):
+        pos = found.start()
+        if data.endswith(b"\\\n", 0, pos):
+            continue  # a line continued from the one before it: not a directive of its own
+        lineno += data.count(b"\n", counted, pos)
+        counted = pos
+        end = _logical_end(data, pos)
+        text = data[pos:end].replace(b"\\\n", b" ")
         m = _DIRECTIVE_RE.match(text)
         if not m:
             continue
         kind = m.group(1).decode()
         rest = re.sub(r"/\*.*?\*/|//.*$", "", m.group(2).decode("utf-8", "replace")).strip()
         shown = (f"#{kind} {rest}").strip()
-        lineno = first + 1
         outer = stack[-1].conds if stack else ()
-        if kind == "define":
-            continue
         if kind in ("if", "ifdef", "ifndef"):
             if kind == "if":
                 expr = rest
@@ -76,7 +72,7 @@ def directives(data: bytes) -> tuple:
                 name = rest.split()[0] if rest.split() else ""
                 expr = f"defined({name})"
             positive = kind != "ifndef"
-            guard = kind == "ifndef" and _next_defines(raw, i, rest.split()[0] if rest.split() else "")
+            guard = kind == "ifndef" and _next_defines(data, end, rest.split()[0] if rest.split() else "")
             conds = outer if guard else outer + (Cond(lineno, shown, expr, positive),)
             stack.append(_Frame(outer, [(lineno, shown, expr, positive)], guard, conds))
         elif kind in ("elif", "else") and stack:
@@ -96,12 +92,25 @@ def directives(data: bytes) -> tuple:
     return lines, out
 
 
-def _next_defines(raw: list, i: int, name: str) -> bool:
-    """Is the next non-blank line '#define name' (an include guard)?"""
-    while i < len(raw) and not raw[i].strip():
-        i += 1
-    return bool(name) and i < len(raw) and re.match(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b",
-                                                    raw[i]) is not None
+_CONDITIONAL_RE = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b", re.M)
+
+
+def _logical_end(data: bytes, pos: int) -> int:
+    """The offset of the newline that ends the logical line starting at pos (continuation
+    lines joined), or the end of data."""
+    end = data.find(b"\n", pos)
+    while end > 0 and data.endswith(b"\\", 0, end):
+        end = data.find(b"\n", end + 1)
+    return len(data) if end < 0 else end
+
+
+def _next_defines(data: bytes, end: int, name: str) -> bool:
+    """Is the next non-blank line after offset end '#define name' (an include guard)?"""
+    if not name:
+        return False
+    blank = rb"[ \t\r\f\v]"
+    guard = re.compile(rb"(?:%s*\n)*%s*#%s*define%s+%s\b" % (blank, blank, blank, blank, re.escape(name.encode())))
+    return guard.match(data, end + 1) is not None
 
 
 def conditions_at(src, line: int) -> tuple:
