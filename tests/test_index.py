@@ -70,3 +70,16 @@ def test_definition_search_keeps_exactly_the_lines_that_may_define(tree, monkeyp
     assert [idx.occurrences(name, defs=True) for name in ("NR_Q", "nr_q_of", "NR_Q_MAX")] == [
         [("d/defs.c", 1)], [("d/defs.c", 3), ("d/defs.c", 8)], [("d/defs.c", 9)]]
     assert idx.bad == {"d/blob.c": "binary file (contains NUL bytes)"}
+
+
+@pytest.mark.parametrize("odd", [False, True])
+def test_definition_search_with_a_newline_in_a_file_name(tree, odd):
+    """ripgrep's records are one line each unless a file name holds a newline: then the
+    filter is left out, not the file."""
+    (tree / "d" / "defs.c").write_text("#define NR_Q 4\nx = NR_Q;\n")
+    if odd:
+        (tree / "d" / "new\nline.c").write_text("y = NR_Q;\n#define NR_Q 5\n")
+    idx = TreeIndex(tree, jobs=2)
+    assert idx.occurrences("NR_Q", defs=True) is None
+    idx.fetch_pending()
+    assert idx.occurrences("NR_Q", defs=True) == [("d/defs.c", 1)] + ([("d/new\nline.c", 2)] if odd else [])

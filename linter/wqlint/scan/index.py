@@ -506,12 +506,9 @@ class TreeIndex:
             args += ["-e", t]
         args += ["--"] + (paths if paths is not None else ["."])
         env = dict(os.environ, LC_ALL="C")
+        proc = subprocess.run(args, cwd=root, capture_output=True, env=env)
         if keep:
-            # ASCII \b and \s (several times faster); the notes of binary files go through.
-            proc = _pipeline(args, [rg, "-a", "--no-line-number", "--no-filename", "-e", "(?-u)" + keep,
-                                    "-e", _BINARY_NOTE], cwd=root, env=env)
-        else:
-            proc = subprocess.run(args, cwd=root, capture_output=True, env=env)
+            proc.stdout = _kept(rg, proc.stdout, keep, env)
         for errline in proc.stderr.decode("utf-8", "replace").splitlines():
             # "rg: ./x.c: Permission denied (os error 13)": a file or directory that could not
             # be read (ripgrep 13 prints no "rg: " before it)
@@ -643,17 +640,16 @@ LINE_START = r"^[^\x00]*\x00[0-9]+:"
 _BINARY_NOTE = "binary file matches"
 
 
-def _pipeline(first: list, second: list, cwd, env) -> subprocess.CompletedProcess:
-    """first | second: second's output, and first's errors and exit status (its errors go to a
-    file: a pipe that filled up would stop it before it closed its output)."""
-    import tempfile
-    with tempfile.TemporaryFile() as errors:
-        with subprocess.Popen(first, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=errors) as one:
-            assert one.stdout is not None
-            got = subprocess.run(second, stdin=one.stdout, capture_output=True, env=env)
-            one.stdout.close()
-        errors.seek(0)
-        return subprocess.CompletedProcess(first, one.returncode, got.stdout, errors.read())
+def _kept(rg: str, out: bytes, keep: str, env: dict) -> bytes:
+    """The records of ripgrep's output that match keep, and its notes. Only when every
+    record is one line (a file name may hold a newline: then all of them, for Python)."""
+    notes = out.count(b": " + _BINARY_NOTE.encode())
+    if out.count(b"\n") != out.count(b"\0") + notes:
+        return out
+    # ASCII \b and \s: several times faster
+    got = subprocess.run([rg, "-a", "--no-line-number", "--no-filename", "-e", "(?-u)" + keep,
+                          "-e", _BINARY_NOTE], input=out, capture_output=True, env=env)
+    return got.stdout if got.returncode in (0, 1) else out
 
 
 def definition_root(rel: str) -> str:
