@@ -470,13 +470,17 @@ class Engine:
                                           f"of {scope.name}()", binds=(scope.name, key)),
                                      (self.resolver.resolve(arg, cscope),), "")
                 return Alt(p.step, (bound[key],), "")
-            nflags = substitute(flags, bind)
-            nmax = substitute(max_active, bind)
-            self.resolver.naming = True
+            # The caller is where the queue is allocated: its subsystem is the one whose
+            # helpers its arguments may go through (a macro of the API's header has none).
+            home, self.resolver.home = self.resolver.home, rel
             try:
+                nflags = substitute(flags, bind)
+                nmax = substitute(max_active, bind)
+                self.resolver.naming = True
                 nname = self._bind_name(name, bind, scope, cargs, cscope)
             finally:
                 self.resolver.naming = False
+                self.resolver.home = home
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
                                      [step] + self._condition_steps(cscope.src, conds) + prefix,
