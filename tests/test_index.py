@@ -83,3 +83,24 @@ def test_definition_search_with_a_newline_in_a_file_name(tree, odd):
     assert idx.occurrences("NR_Q", defs=True) is None
     idx.fetch_pending()
     assert idx.occurrences("NR_Q", defs=True) == [("d/defs.c", 1)] + ([("d/new\nline.c", 2)] if odd else [])
+
+
+def test_links_out_of_the_tree_are_refused_with_the_directory_cache(tmp_path):
+    from wqlint import safeio
+    root = tmp_path / "tree"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "x.c").write_text("int x;\n")
+    (tmp_path / "outside.c").write_text("int y;\n")
+    (root / "a" / "b" / "out.c").symlink_to(tmp_path / "outside.c")
+    (root / "a" / "up").symlink_to(tmp_path)
+    (root / "a" / "lnk").symlink_to("b")
+    (root / "a" / "b" / "in.c").symlink_to("x.c")
+    cache: dict = {}
+    for rel, ok in [("a/b/x.c", True), ("a/b/out.c", False), ("a/up/outside.c", False),
+                    ("a/lnk/x.c", True), ("a/b/in.c", True), ("a/b/../b/x.c", True), ("a/b/../../../outside.c", False)]:
+        assert safeio.inside(root / rel, root) is ok, rel
+        assert safeio.inside(root / rel, root, cache) is ok, rel
+    files = index.TreeFiles(root)
+    assert files.read("a/lnk/x.c") == b"int x;\n"
+    with pytest.raises(index.SourceError, match="symbolic link out of the tree"):
+        files.read("a/up/outside.c")

@@ -41,11 +41,26 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def inside(path: str | os.PathLike, root: str | os.PathLike) -> bool:
-    """Does path, symbolic links followed, lie in root (or is it root)?"""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
+def inside(path: str | os.PathLike, root: str | os.PathLike, real_dirs: dict | None = None) -> bool:
+    """Does path, symbolic links followed, lie in root (or is it root)? real_dirs: the real
+    paths of directories already resolved, kept by a caller that reads many files of one
+    tree in one run (a whole-tree scan resolved 7000 paths of ten components each)."""
+    if real_dirs is None:
+        real_root, real = os.path.realpath(root), os.path.realpath(path)
+    else:
+        real_root = _real_dir(os.fspath(root), real_dirs)
+        head, tail = os.path.split(os.fspath(path))
+        real = os.path.join(_real_dir(head, real_dirs), tail)
+        if tail in ("", ".", "..") or os.path.islink(real):
+            real = os.path.realpath(real)
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _real_dir(path: str, real_dirs: dict) -> str:
+    got = real_dirs.get(path)
+    if got is None:
+        got = real_dirs[path] = os.path.realpath(path)
+    return got
 
 
 def overlap(a: str | os.PathLike, b: str | os.PathLike) -> bool:
@@ -67,10 +82,12 @@ def _problem(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def read_bytes(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None) -> bytes:
+def read_bytes(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None,
+               real_dirs: dict | None = None) -> bytes:
     """The bytes of the regular file path (at most limit), else InputRefused saying why.
-    With root, a path whose symbolic links lead outside root is refused."""
-    if root is not None and not inside(path, root):
+    With root, a path whose symbolic links lead outside root is refused (real_dirs: see
+    inside())."""
+    if root is not None and not inside(path, root, real_dirs):
         raise InputRefused(f"a symbolic link out of the tree {root}, not read")
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.

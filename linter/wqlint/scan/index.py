@@ -42,10 +42,11 @@ class TreeFiles:
 
     def __init__(self, root: Path):
         self.root = root
+        self._real_dirs: dict = {}  # for this run: see safeio.inside()
 
     def read(self, rel: str) -> bytes:
         """The file's bytes, or SourceError."""
-        return read_source(self.root / rel, self.root)
+        return read_source(self.root / rel, self.root, self._real_dirs)
 
     def listdir(self, reldir: str, recursive: bool) -> list:
         """rel paths of the .c/.h files in reldir (and below, when recursive)."""

@@ -30,11 +30,11 @@ class SourceError(Exception):
     """A file that cannot be used as C source; str() is the one-line problem."""
 
 
-def read_source(path: Path, root: Optional[Path] = None) -> bytes:
+def read_source(path: Path, root: Optional[Path] = None, real_dirs: Optional[dict] = None) -> bytes:
     """The bytes of a C file, or SourceError saying why it cannot be read as one (not a
     regular file, a link out of root, too large, binary, not UTF-8)."""
     try:
-        data = safeio.read_bytes(path, MAX_FILE_BYTES, root)
+        data = safeio.read_bytes(path, MAX_FILE_BYTES, root, real_dirs)
     except safeio.InputRefused as exc:
         raise SourceError(str(exc)) from None
     if b"\0" in data:
