@@ -673,8 +673,11 @@ class Engine:
         if kept is not None:
             self._check_named_files()
             return kept
-        for name in api.DEPRECATED_SYSTEM_QUEUES:
-            self.index.occurrences(name)  # searched with the first round of sites()
+        # Searched with the first round of sites(): the uses of the system queues, and the
+        # callers of the API's macros (each a wrapper whose callers are the allocations),
+        # which would otherwise cost a second pass over the tree once their #define is read.
+        for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES]:
+            self.index.occurrences(name)
         sites = self.sites()
         bits = self._bits()
         uses = self._queue_uses()
