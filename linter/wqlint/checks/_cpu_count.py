@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wqlint import api, kversion
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along, tunables
 
 UNBOUND = "unbound-max-active-cpu-count"
@@ -23,7 +23,7 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
     path = cpu_origin_path(site, ctx)
     if path is None:
         return []
-    info = flag_info(site.flags, ctx.bits)
+    info = ctx.flag_info(site)
     if rule_id != (PERCPU if info.unbound == "no" else UNBOUND) or not applies(site, ctx, rule_id):
         return []
     origin = path[-1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from wqlint.api import ORDERED_MACROS
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.site import CheckContext, Site
 
 RULE = "conflicting-affinity-flags"
 READS = frozenset({"flags"})
@@ -16,7 +16,7 @@ READS = frozenset({"flags"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
-    info = flag_info(site.flags, ctx.bits)
+    info = ctx.flag_info(site)
     if not info.affinity_conflict or info.legacy:
         return []
     parts = []

@@ -6,7 +6,7 @@ version's (rules.yaml by-version: a WARN_ONCE from v7.2, 21c05ca88a54)."""
 from __future__ import annotations
 
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import condition_steps, decisions_taken
 
 RULE = "missing-affinity-flag"
@@ -16,7 +16,7 @@ READS = frozenset({"flags"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
-    info = flag_info(site.flags, ctx.bits)
+    info = ctx.flag_info(site)
     if not info.affinity_missing or info.legacy:
         return []  # legacy-create-workqueue covers create_*workqueue()
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""

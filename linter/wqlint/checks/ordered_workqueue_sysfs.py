@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from wqlint import kversion
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import children, evaluate, steps_along
 
 RULE = "ordered-workqueue-sysfs"
@@ -15,7 +15,7 @@ READS = frozenset({"flags"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE) or not ctx.bits.sysfs:
         return []
-    info = flag_info(site.flags, ctx.bits)
+    info = ctx.flag_info(site)
     if not (info.ordered and info.sysfs):
         return []
     chain = list(site.prefix) + steps_along(_path_to_bit(site.flags, ctx.bits.sysfs))

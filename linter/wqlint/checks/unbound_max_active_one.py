@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from wqlint import api, kversion
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site, flag_info
+from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import evaluate, find_path, Const
 
 RULE = "unbound-max-active-one"
@@ -13,7 +13,7 @@ READS = frozenset({"flags", "max_active"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
-    info = flag_info(site.flags, ctx.bits)
+    info = ctx.flag_info(site)
     if info.unbound != "yes" or info.ordered:
         return []
     values, complete = evaluate(site.max_active, ctx.ncpus)

@@ -238,6 +238,15 @@ class CheckContext:
     name_len: int = 32
     name_warns: bool = True
     name_len_step: Optional[object] = None
+    # id(flags) -> (flags, FlagInfo): the flags are held so that their id stays theirs
+    _flag_infos: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def flag_info(self, site: "Site") -> FlagInfo:
+        """flag_info() of the site's flags, worked out once for every rule that asks."""
+        got = self._flag_infos.get(id(site.flags))
+        if got is None or got[0] is not site.flags:
+            got = self._flag_infos[id(site.flags)] = (site.flags, flag_info(site.flags, self.bits))
+        return got[1]
 
     def defines(self, symbol: str) -> bool:
         """Does the tree's include/linux/workqueue.h define or declare symbol?"""
