@@ -211,6 +211,23 @@ def tree_version(file):
         except OSError:
             pass
     return _versions[top]
+
+def inputs_lack(symbol):
+    """This run's one input is a directory (make coccicheck: --dir D) in a tree
+    whose include/linux/workqueue.h does not name symbol, so no file of it can
+    have a finding (tree_defines() would say no for each): the rule then stops
+    before spatch reads any file. False when that is not certain: other inputs,
+    no /proc, D in no tree."""
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            argv = fh.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return False
+    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--dir"]
+    if len(dirs) != 1 or "--file-groups" in argv or not os.path.isdir(dirs[0]):
+        return False
+    probe = os.path.join(dirs[0], "-")  # _tree() starts from the directory of a file
+    return _tree(probe) is not None and not tree_defines(symbol, probe)
 # -- end of shared helpers --
 
 MSG = "per-CPU workqueue with max_active derived from a CPU count: the limit applies on every CPU, so in-flight items grow with the square of the CPU count"

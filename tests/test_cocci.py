@@ -242,6 +242,33 @@ def test_patch_adds_wq_percpu_only_where_the_tree_defines_it():
 
 
 @needs_spatch
+@pytest.mark.parametrize("rule", ["missing-affinity-flag", "conflicting-affinity-flags",
+                                  "deprecated-system-workqueue", "legacy-create-workqueue"])
+@pytest.mark.parametrize("new", [False, True])
+def test_a_rule_that_cannot_report_in_a_tree_reads_none_of_its_files(tmp_path, rule, new):
+    """make coccicheck over a tree whose workqueue.h lacks what a rule needs (WQ_PERCPU,
+    system_percpu_wq) stops before spatch reads a file; legacy-create-workqueue, which
+    reports on every tree, and a tree that has them, read theirs."""
+    (tmp_path / "include" / "linux").mkdir(parents=True)
+    (tmp_path / "drivers").mkdir()
+    (tmp_path / "include" / "linux" / "workqueue.h").write_text(
+        "enum { WQ_UNBOUND = 1 << 1,%s };\nextern struct workqueue_struct *system_wq;\n%s"
+        % (" WQ_PERCPU = 1 << 8," if new else "",
+           "extern struct workqueue_struct *system_percpu_wq;\n" if new else ""))
+    (tmp_path / "drivers" / "x.c").write_text(
+        "#include <linux/workqueue.h>\nstatic struct work_struct w;\nvoid f(void)\n{\n"
+        "\tqueue_work(system_wq, &w);\n\talloc_workqueue(\"a\", WQ_PERCPU | WQ_UNBOUND, 0);\n"
+        "\talloc_workqueue(\"b\", 0, 0);\n\tcreate_workqueue(\"c\");\n}\n")
+    cmd = [c for c in cocci.spatch_command(cocci_file(rule), "report") if c != "--very-quiet"]
+    proc = subprocess.run(cmd + ["--dir", "."], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    handled = re.findall(r"(?m)^HANDLING: (\S+)", proc.stdout + proc.stderr)
+    assert ("./drivers/x.c" in handled) == (new or rule == "legacy-create-workqueue"), handled
+    reported = re.findall(r"(?m)^\./drivers/x\.c:(\d+):", proc.stdout)
+    assert bool(reported) == (new or rule == "legacy-create-workqueue"), proc.stdout
+
+
+@needs_spatch
 @pytest.mark.parametrize("makefile, reported", [
     ("VERSION = 7\nPATCHLEVEL = 0\nSUBLEVEL = 9\n", ["40", "42"]),
     ("VERSION = 7\nPATCHLEVEL = 1\nSUBLEVEL = 0\n", []),  # a4aa8d94f243 allows it
