@@ -167,3 +167,61 @@ def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
                                            "(target reference, v6.12.117); 34 not fixed")
     files, differ = _differ_from_spatch(reference_tree, out, "reference", tmp_path)
     assert len(files) == 526 and differ == PARITY_GAP
+
+
+@pytest.fixture(scope="module")
+def reference_api_7_3(linux_7_3, tmp_path_factory):
+    """linux-source-7.3 with the API patches of kernel/ applied (those that change
+    include/linux/workqueue.h and kernel/, not the conversions of the callers, which the
+    fixes are to make): a hard-linked copy, patched."""
+    from conftest import REPO
+    tree = tmp_path_factory.mktemp("reference-7.3") / "linux"
+    subprocess.run(["cp", "-al", str(linux_7_3), str(tree)], check=True)
+    for patch in sorted((REPO / "kernel").glob("[0-9][0-9][0-9][0-9]-*.patch"))[1:]:
+        touched = _touched([patch])
+        if all(t.startswith(("include/linux/workqueue.h", "kernel/", "Documentation/")) for t in touched):
+            subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=tree, check=True)
+    return tree
+
+
+def _declared(header: Path) -> dict:
+    """{function: number of parameters} of the workqueue_set_*() / alloc_*() prototypes and
+    macros of a header, as it declares them."""
+    text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
+    out = {}
+    for m in re.finditer(r"^(?:extern\s+)?(?:int|void|struct workqueue_struct \*)\s*\n?\s*"
+                         r"(\w+)\(([^;{)]*)\)\s*;", text, re.M):
+        params = [p for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]
+        out[m.group(1)] = len(params)
+    return out
+
+
+def test_reference_fixes_on_7_3_call_the_series_api_and_compile(reference_api_7_3, tmp_path):
+    """On 7.3 with the series' API, `--target reference` converts the CPU-count callers the
+    series converts by hand: each fix calls a function the patched workqueue.h declares, with
+    its number of arguments, and every touched object compiles against it."""
+    from conftest import CACHE
+    out = tmp_path / "out"
+    rules = ["--rule", "unbound-max-active-cpu-count", "--rule", "percpu-max-active-cpu-count"]
+    got = run("bulk", reference_api_7_3, "--target", "reference", *rules, "--out", out, "--date", DATE,
+              "--verify", "--build-dir", CACHE / "verify-build-reference-7.3", "-j", str(os.cpu_count() or 2))
+    lines = [ln for ln in got.stderr.splitlines() if ln.startswith("verify:")]
+    assert got.exit_code == 0, "\n".join(lines) + got.stderr[-3000:]
+    summary = [ln for ln in got.stderr.splitlines() if ln.startswith("wqlint: ")]
+    assert summary[-1] == "wqlint: 6 finding(s) fixed in 5 file(s) (target reference, v7.3.4); 13 not fixed"
+    assert lines == ["verify: 5 patch(es) applied to a scratch copy",
+                     "verify: 5 object(s) compiled, 0 failed, 0 not built by this configuration",
+                     "verify: 0 finding(s) of the fixed rules left in the touched files"]
+    series = sorted(out.glob("[0-9][0-9][0-9][0-9]-*.patch"))[1:]
+    assert _touched(series) == ["block/blk-crypto-fallback.c", "drivers/crypto/hisilicon/qm.c",
+                                "drivers/md/dm-crypt.c", "fs/erofs/zdata.c", "fs/f2fs/data.c"]
+    text = "".join(p.read_text() for p in series)
+    # each added call, its lines joined: name and argument count against the declarations
+    added = re.sub(r"\n\+\s*", " ", "\n".join(ln for ln in text.splitlines() if ln.startswith("+")))
+    calls = re.findall(r"\b(workqueue_set_\w+|alloc_workqueue_\w+)\(([^;]*)\);", added)
+    declared = _declared(reference_api_7_3 / "include" / "linux" / "workqueue.h")
+    assert sorted({name for name, _ in calls}) == ["workqueue_set_global_max_active_cpus"]
+    for name, args in calls:
+        assert declared.get(name) == len(args.split(",")), (name, args, declared.get(name))
+    assert sorted(args.split(",")[0].strip() for _, args in calls) == [
+        "blk_crypto_wq", "cc->crypt_queue", "qm->wq", "sbi->evict_wq", "sbi->wq", "z_erofs_workqueue"]
