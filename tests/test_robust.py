@@ -392,6 +392,8 @@ def test_facts_cache_that_is_a_fifo_or_mangled_is_rebuilt(tmp_path):
      '"message": "m"}]}', "(finding 1: 'line' missing or not a int)"),
     ('{"findings": [{"rule": "a", "severity": "w", "path": "x.c", "line": 1, "column": 1, '
      '"message": "m", "chain": [[]]}]}', "(finding 1: 'chain' is not a list of steps)"),
+    ('{"findings": [{"rule": "no-such-rule", "severity": "w", "path": "x.c", "line": 1, "column": 1, '
+     '"message": "m"}]}', "(finding 1: rule 'no-such-rule' is not in the catalogue)"),
     ('{"findings": {}}', "(no list of findings)"),
     ('"x"', "(no list of findings)"),
 ])

@@ -385,7 +385,7 @@ def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json
         return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel)
     from wqlint.fix import saved
     try:
-        return saved.load(findings_json, _root_of(paths), list(paths), kernel_version)
+        return saved.load(findings_json, _root_of(paths), list(paths), cat.ids(), kernel_version)
     except saved.SavedError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)

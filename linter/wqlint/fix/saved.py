@@ -37,8 +37,9 @@ def _document(path: str):
     return doc
 
 
-def _finding(path: str, n: int, d) -> Finding:
-    """One saved finding, every field of the type a scan writes, else SavedError."""
+def _finding(path: str, n: int, d, known: frozenset) -> Finding:
+    """One saved finding, every field of the type a scan writes and a rule of the catalogue
+    (known: its ids), else SavedError."""
     problem = None
     if not isinstance(d, dict):
         problem = "not an object"
@@ -66,6 +67,8 @@ def _finding(path: str, n: int, d) -> Finding:
                 problem = "'call_sha256' is not a string"
             elif not (0 < d["line"] < 1 << 31 and 0 < d["column"] < 1 << 31):
                 problem = "line or column out of range"
+            elif d["rule"] not in known:
+                problem = f"rule '{d['rule'][:80]}' is not in the catalogue"
     if problem is None:
         try:
             return Finding.from_dict(d)
@@ -74,9 +77,11 @@ def _finding(path: str, n: int, d) -> Finding:
     raise SavedError(f"{path}: not a `wqlint scan --format json` document (finding {n}: {problem})")
 
 
-def load(path: str, root: Path, paths: list, kernel_version=None) -> Report:
+def load(path: str, root: Path, paths: list, known, kernel_version=None) -> Report:
+    """known: the rule ids of the catalogue in use."""
     doc = _document(path)
-    findings = [_finding(path, n, d) for n, d in enumerate(doc["findings"], 1)]
+    known = frozenset(known)
+    findings = [_finding(path, n, d, known) for n, d in enumerate(doc["findings"], 1)]
     try:
         version = kernel_version or kversion.parse_version(str(doc.get("kernel_version", "")))
     except ValueError as exc:
