@@ -116,3 +116,31 @@ def test_v7_messages_state_the_2048_cap_and_the_cache_shard_pods():
     f = next(f for f in doc["findings"] if f["rule"] == "unbound-max-active-cpu-count")
     assert "up to 512 in-flight items (max_active 6144 is clamped to WQ_MAX_ACTIVE, 512 on v6.12" in f["message"]
     assert "cache_shard" not in f["migration"]
+
+
+def test_legacy_flag_written_by_hand_still_needs_an_affinity_flag(tmp_path):
+    """Only a create_*workqueue() call is left to legacy-create-workqueue: an alloc_workqueue()
+    that writes __WQ_LEGACY itself (6.12's tegra194-cpufreq.c) lacks the affinity flag too."""
+    import shutil
+    tree = tmp_path / "linux"
+    shutil.copytree(FIXTURES / "mainline-6.12" / "include", tree / "include")
+    shutil.copy(FIXTURES / "mainline-6.12" / "Makefile", tree / "Makefile")
+    with open(tree / "include" / "linux" / "workqueue.h", "a") as fh:
+        fh.write('\n#define create_workqueue(name)\t\t\t\t\t\t\\\n'
+                 '\talloc_workqueue("%s", __WQ_LEGACY | WQ_MEM_RECLAIM, 1, (name))\n')
+    (tree / "drivers" / "leg").mkdir(parents=True)
+    (tree / "drivers" / "leg" / "leg.c").write_text(
+        '#include <linux/workqueue.h>\n'
+        'struct workqueue_struct *a, *b, *c;\n'
+        'int leg_init(void)\n'
+        '{\n'
+        '\ta = alloc_workqueue("leg_hand", __WQ_LEGACY, 1);\n'
+        '\tb = create_workqueue("leg_macro");\n'
+        '\tc = alloc_workqueue("leg_unbound", __WQ_LEGACY | WQ_UNBOUND, 1);\n'
+        '\treturn 0;\n'
+        '}\n')
+    doc, _ = scan_json(tree / "drivers" / "leg", "--kernel-version", "6.12")
+    assert sorted((f["line"], f["rule"]) for f in doc["findings"]) == [
+        (5, "internal-workqueue-flag"), (5, "missing-affinity-flag"),
+        (6, "legacy-create-workqueue"),
+        (7, "internal-workqueue-flag"), (7, "unbound-max-active-one")]

@@ -8,10 +8,14 @@ RULE = "legacy-create-workqueue"
 READS = frozenset({"flags"})
 
 
+def through_create_macro(site: Site, ctx: CheckContext) -> bool:
+    """Is site a create_*workqueue() call: __WQ_LEGACY from a macro of the API, not written
+    by the caller (that is internal-workqueue-flag's)?"""
+    return (ctx.flag_info(site).legacy and bool(site.via)
+            and not any(n == "__WQ_LEGACY" for n, _ in internal_flags(site)))
+
+
 def check(site: Site, ctx: CheckContext) -> list:
-    if not applies(site, ctx, RULE):
+    if not applies(site, ctx, RULE) or not through_create_macro(site, ctx):
         return []
-    info = ctx.flag_info(site)
-    if not info.legacy or not site.via or any(n == "__WQ_LEGACY" for n, _ in internal_flags(site)):
-        return []  # __WQ_LEGACY written by the caller is internal-workqueue-flag's
     return [finding(site, ctx, RULE, f"{site.entry}()", list(site.prefix), role="flags")]

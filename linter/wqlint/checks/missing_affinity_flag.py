@@ -6,6 +6,7 @@ version's (rules.yaml by-version: a WARN_ONCE from v7.2, 21c05ca88a54)."""
 from __future__ import annotations
 
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.checks.legacy_create_workqueue import through_create_macro
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import condition_steps, decisions_taken
 
@@ -17,7 +18,7 @@ def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
     info = ctx.flag_info(site)
-    if not info.affinity_missing or info.legacy:
+    if not info.affinity_missing or through_create_macro(site, ctx):
         return []  # legacy-create-workqueue covers create_*workqueue()
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""
     # Adding WQ_PERCPU where another value already has an affinity flag would give both.
