@@ -388,10 +388,12 @@ def check(inv, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts
     return Checker(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts).run()
 
 
-def _defines_entry_point(text: str) -> bool:
-    """Does the checked file define one of the API's allocation functions (its body follows
-    the parameter list)? Then it is the API's own code, as the scan finds it in the tree."""
-    from wqlint import api
+# A definition of one of the API's allocation functions: its body follows the parameter list.
+_ENTRY_DEFINITION_RE = re.compile(r"^(?:[A-Za-z_][\w \t*]*[ \t*])?(?:" + "|".join(re.escape(n) for n in api.SINKS)
+                                  + r")\s*\([^;{}]*\)\s*\{", re.M)
 
-    names = "|".join(re.escape(n) for n in api.SINKS)
-    return re.search(r"^(?:[A-Za-z_][\w \t*]*[ \t*])?(?:" + names + r")\s*\([^;{}]*\)\s*\{", text, re.M) is not None
+
+def _defines_entry_point(text: str) -> bool:
+    """Does the checked file define one of the API's allocation functions? Then it is the
+    API's own code, as the scan finds it in the tree."""
+    return _ENTRY_DEFINITION_RE.search(text) is not None

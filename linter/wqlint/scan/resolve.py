@@ -581,7 +581,6 @@ class Resolver:
         chunk.macro_params = [_macro_param(p) for p in (plist or [])]
         chunk.macro_is_function = plist is not None
         chunk.macro_variadic = plist is not None and len(plist) > 0 and plist[-1].endswith("...")
-        chunk.shifted = len(head) != width  # columns on the first line are not exact
         self._macro_chunks[key] = chunk
         return chunk
 

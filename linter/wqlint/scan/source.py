@@ -58,7 +58,6 @@ class Chunk:
     macro_params: list = field(default_factory=list)  # the macro's parameter names
     macro_is_function: bool = False  # a function-like macro
     macro_variadic: bool = False  # its last parameter is '...'
-    shifted: bool = False  # columns on its first line are not exact
 
     @property
     def root(self):
