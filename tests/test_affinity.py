@@ -144,3 +144,25 @@ def test_legacy_flag_written_by_hand_still_needs_an_affinity_flag(tmp_path):
         (5, "internal-workqueue-flag"), (5, "missing-affinity-flag"),
         (6, "legacy-create-workqueue"),
         (7, "internal-workqueue-flag"), (7, "unbound-max-active-one")]
+
+
+def test_the_api_headers_own_macros_are_no_allocation_when_unused(tmp_path):
+    """A tree whose code calls no create_*workqueue(): the header's definitions of them are
+    the API, not queues of the tree (no finding of any rule there), a driver's unused macro is."""
+    import shutil
+    tree = tmp_path / "linux"
+    shutil.copytree(FIXTURES / "mainline-6.12" / "include", tree / "include")
+    shutil.copy(FIXTURES / "mainline-6.12" / "Makefile", tree / "Makefile")
+    with open(tree / "include" / "linux" / "workqueue.h", "a") as fh:
+        fh.write('\n#define create_workqueue(name)\t\t\t\t\t\t\\\n'
+                 '\talloc_workqueue("%s", __WQ_LEGACY | WQ_MEM_RECLAIM, 1, (name))\n'
+                 '#define create_freezable_workqueue(name)\t\t\t\t\\\n'
+                 '\talloc_workqueue("%s", __WQ_LEGACY | WQ_FREEZABLE | WQ_UNBOUND |\t\\\n'
+                 '\t\t\tWQ_MEM_RECLAIM, 1, (name))\n')
+    (tree / "drivers" / "unused").mkdir(parents=True)
+    (tree / "drivers" / "unused" / "unused.h").write_text(
+        '#include <linux/workqueue.h>\n'
+        '#define unused_wq(name) alloc_workqueue("%s", 0, 1, (name))\n')
+    doc, _ = scan_json(tree, "--kernel-version", "6.12")
+    assert sorted((f["path"], f["line"], f["rule"]) for f in doc["findings"]) == [
+        ("drivers/unused/unused.h", 2, "missing-affinity-flag")]
