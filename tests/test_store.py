@@ -206,6 +206,27 @@ def test_broken_index_file_is_ignored(tree, cat):
     assert data["root"] == str(tree)
 
 
+def test_scans_kept_by_other_code_are_not_read(tree, cat):
+    """A checkout or upgrade of wqlint that keeps its version number: the sites the other
+    code resolved are dropped, the searches kept."""
+    first = engine.scan([str(tree)], cat, cache=True)
+    assert cpu_findings(first)
+    path = store.Store(tree).path
+
+    def rewrite(code):
+        data = pickle.loads(path.read_bytes())
+        for payload in data["scans"].values():
+            payload["sites"] = []  # what code that resolved no site would have kept
+        data["code"] = code
+        path.write_bytes(pickle.dumps(data))
+
+    rewrite(store.code_digest())
+    assert cpu_findings(engine.scan([str(tree)], cat, cache=True)) == []  # kept scans are read
+    rewrite(b"other code")
+    got = engine.scan([str(tree)], cat, cache=True)
+    assert shape(got) == shape(first) and got.grep_rounds == 0
+
+
 def cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "wqlint", *args], capture_output=True, text=True,
                           env=env or os.environ.copy())
