@@ -342,8 +342,8 @@ class Store:
             self.unsaved = True
         if self.loaded and not self.unsaved:
             return True
-        data = {"format": FORMAT, "wqlint": __version__, "code": code_digest(), "root": str(self.root), "stamps": self.stamps,
-                "found": self.found, "cover": self.cover, "lines": self.lines, "bad": self.bad,
+        data = {"format": FORMAT, "wqlint": __version__, "code": code_digest(), "root": str(self.root),
+                "stamps": self.stamps, "found": self.found, "cover": self.cover, "lines": self.lines, "bad": self.bad,
                 "scans": self.scans, "enclosing": self.enclosing}
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
