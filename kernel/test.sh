@@ -10,6 +10,8 @@
 #                   the builds live in $WQLINT_CACHE/kernel-series-7.3/
 #   JOBS            parallel make jobs (default: nproc)
 #   KUNIT_TIMEOUT   seconds allowed per qemu run (default: 900)
+#   KUNIT_BOOT_TIMEOUT seconds allowed until the suite starts; a boot that hangs
+#                   before it is tried again, three times at most (default: 300)
 #   QEMU_ACCEL      qemu accelerator (default: tcg; KVM hung the guest before)
 #   NO_APT=1        don't try to install missing packages
 #
@@ -27,6 +29,8 @@ check=$cache/build-check    # defconfig + the touched subsystems, W=1 and sparse
 results=$cache/results
 jobs=${JOBS:-$(nproc)}
 timeout=${KUNIT_TIMEOUT:-900}
+boot_timeout=${KUNIT_BOOT_TIMEOUT:-300}
+boot_attempts=3
 
 # qemu topologies: 16 CPUs as one LLC of 8 SMT cores (one cache_shard pod at
 # the default shard size of 8 cores), as two LLCs (sockets) of 4 SMT cores, and
@@ -142,6 +146,32 @@ kunit() {
 	(cd "$tree" && PYTHONDONTWRITEBYTECODE=1 nice -n 10 python3 tools/testing/kunit/kunit.py "$@")
 }
 
+# Boot the KUnit kernel with qemu's arguments, console to $1. Exit status 125
+# when the guest printed no "KTAP version" within $boot_timeout seconds: with
+# 16-24 vCPUs on a 2-CPU host, TCG has hung a guest's early boot (seen once, in
+# the stop_machine() of the switch to tsc-early), which says nothing about the
+# suite; such a boot is tried again, a failing suite never is.
+boot() {
+	local out=$1 pid waited=0
+	shift
+	(cd "$tree/tools/testing/kunit" && exec timeout "$timeout" nice -n 10 qemu-system-x86_64 \
+		-nodefaults -m 1024 -kernel "$build/arch/x86/boot/bzImage" \
+		-append 'kunit.enable=1 console=ttyS0 kunit_shutdown=reboot' -no-reboot \
+		-nographic -serial stdio -bios qboot.rom "$@" \
+		< /dev/null > "$out" 2>&1) &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null && ! grep -q '^KTAP version' "$out" 2>/dev/null; do
+		if [ "$waited" -ge "$boot_timeout" ]; then
+			kill -TERM "$pid" 2>/dev/null || true
+			wait "$pid" || true
+			return 125
+		fi
+		sleep 2
+		waited=$((waited + 2))
+	done
+	wait "$pid"
+}
+
 kunit_fail=0
 log "KUnit build"
 if ! kunit build --arch=x86_64 --build_dir="$build" --kunitconfig=kernel/workqueue.kunitconfig \
@@ -149,17 +179,21 @@ if ! kunit build --arch=x86_64 --build_dir="$build" --kunitconfig=kernel/workque
 	tail -50 "$results/build.out"
 	die "KUnit build failed"
 fi
+rm -f "$results"/*.hung-*.log
 for t in "${topologies[@]}"; do
 	name=${t%%:*}
 	smp=${t#*:}
 	qemu_args=($smp -cpu Skylake-Server -accel "${QEMU_ACCEL:-tcg}")
 	log "KUnit run ($name: ${qemu_args[*]})"
-	status=0
-	(cd "$tree/tools/testing/kunit" && timeout "$timeout" nice -n 10 qemu-system-x86_64 \
-		-nodefaults -m 1024 -kernel "$build/arch/x86/boot/bzImage" \
-		-append 'kunit.enable=1 console=ttyS0 kunit_shutdown=reboot' -no-reboot \
-		-nographic -serial stdio -bios qboot.rom "${qemu_args[@]}" \
-		< /dev/null > "$results/$name.log" 2>&1) || status=$?
+	for attempt in $(seq "$boot_attempts"); do
+		status=0
+		boot "$results/$name.log" "${qemu_args[@]}" || status=$?
+		[ "$status" = 125 ] || break
+		log "qemu did not reach KUnit within ${boot_timeout}s on $name (attempt $attempt of $boot_attempts), console:"
+		grep -v '^qemu-system-x86_64: warning' "$results/$name.log" | tail -5 || true
+		status=124
+		[ "$attempt" = "$boot_attempts" ] || mv "$results/$name.log" "$results/$name.hung-$attempt.log"
+	done
 	kunit parse --json="$results/$name.json" "$results/$name.log" \
 		> "$results/$name.out" 2>&1 || { [ "$status" != 0 ] || status=1; }
 	grep -E '\[(PASSED|FAILED|SKIPPED|CRASHED)\]|Testing complete|Elapsed time' \
@@ -258,8 +292,10 @@ fi
 log "summary"
 for t in "${topologies[@]}"; do
 	name=${t%%:*}
-	printf '%-5s %s\n' "$name" \
-		"$(grep -h 'Testing complete' "$results/$name.out" 2>/dev/null || echo 'not run')"
+	hung=$(find "$results" -maxdepth 1 -name "$name.hung-*.log" | wc -l)
+	printf '%-5s %s%s\n' "$name" \
+		"$(grep -h 'Testing complete' "$results/$name.out" 2>/dev/null || echo 'not run')" \
+		"$([ "$hung" = 0 ] || echo " (after $hung boot(s) that hung before the suite)")"
 done
 [ $cp_fail = 0 ] && echo "checkpatch: clean" || echo "checkpatch: FAILED"
 [ $check_fail = 0 ] && echo "W=1 C=$checksrc: clean" || echo "W=1 C=$checksrc: FAILED"

@@ -18,9 +18,9 @@ def _series(d):
     return sorted(p.name for p in d.glob("[0-9][0-9][0-9][0-9]-*.patch") if not p.name.startswith("0000-"))
 
 
-def _run(script):
+def _run(script, **env):
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, errors="replace",
-                          timeout=5400)
+                          timeout=5400, env={**os.environ, **env})
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -56,6 +56,21 @@ def test_series_on_7_3_applies_is_clean_and_passes_kunit_on_three_topologies(lin
                       out)
     assert pods == [("16", "8", "1", "1"), ("16", "8", "2", "2"), ("24", "12", "1", "2")], pods
     assert "checkpatch: clean" in out and re.search(r"^W=1 C=2: clean$", out, re.M) and "kernel series: OK" in out
+
+
+@pytest.mark.kernel
+def test_7_3_boot_that_never_reaches_the_suite_is_tried_three_times_then_fails(linux_7_3):
+    """No guest reaches "KTAP version" in 1 s (a boot takes 6-25 s): each topology is booted
+    three times, the two first consoles kept, and test.sh fails naming the topology."""
+    code, out = _run(REPO / "kernel" / "test.sh", KUNIT_BOOT_TIMEOUT="1")
+    assert code == 1, out[-4000:]
+    for name in ("1llc", "2llc", "split"):
+        tries = re.findall(rf"^== qemu did not reach KUnit within 1s on {name} \(attempt (\d) of 3\)", out, re.M)
+        assert tries == ["1", "2", "3"], (name, out[-4000:])
+        assert f"== KUnit FAILED on {name} (exit 124), output:" in out
+        assert re.search(rf"^{name}\s+\[[^]]*\] Testing complete\. Ran 0 tests: errors: 1 "
+                         rf"\(after 2 boot\(s\) that hung before the suite\)$", out, re.M), out[-2000:]
+    assert "kernel series: OK" not in out
 
 
 @pytest.mark.kernel
