@@ -383,6 +383,22 @@ def test_facts_cache_that_is_a_fifo_or_mangled_is_rebuilt(tmp_path):
     assert got.built and isinstance(got.wrappers, frozenset)
 
 
+def test_facts_derived_by_other_code_are_rebuilt(tmp_path):
+    """A checkout of wqlint that keeps __version__ must not reuse facts its old code derived."""
+    from wqlint.check import facts
+
+    root = tiny_tree(tmp_path)
+    build = tmp_path / "build"
+    build.mkdir()
+    assert facts.obtain(str(root), str(build)).built
+    assert not facts.obtain(str(root), str(build)).built  # same code, same tree: reused
+    path = build / facts.FACTS_NAME
+    data = json.loads(path.read_text())
+    data["code"] = "other code"
+    path.write_text(json.dumps(data))
+    assert facts.obtain(str(root), str(build)).built
+
+
 # -- --findings JSON ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("doc,problem", [

@@ -220,9 +220,9 @@ def test_scans_kept_by_other_code_are_not_read(tree, cat):
         data["code"] = code
         path.write_bytes(pickle.dumps(data))
 
-    rewrite(store.code_digest())
+    rewrite(store.code_id())
     assert cpu_findings(engine.scan([str(tree)], cat, cache=True)) == []  # kept scans are read
-    rewrite(b"other code")
+    rewrite("other code")
     got = engine.scan([str(tree)], cat, cache=True)
     assert shape(got) == shape(first) and got.grep_rounds == 0
 

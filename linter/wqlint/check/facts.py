@@ -56,6 +56,7 @@ import time
 import zlib
 
 from wqlint import __version__
+from wqlint.code_id import code_id
 from wqlint.check import names
 
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
@@ -284,6 +285,8 @@ def is_valid(data: dict, root: str, checked: "str | None") -> bool:
     """Are cached facts still those of the tree? (see the module's docstring)"""
     if data.get("format") != FORMAT or data.get("wqlint") != __version__ or data.get("root") != root:
         return False
+    if data.get("code") != code_id():
+        return False  # derived by other wqlint code (a checkout that keeps __version__)
     base = root.rstrip("/") + "/"
     stat = os.stat
     for rel, stamp in data.get("deps", {}).items():
@@ -355,7 +358,8 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
             dirs[reldir] = [os.stat(d).st_mtime_ns, _names_digest(d)]
         except OSError:
             continue
-    return {"format": FORMAT, "wqlint": __version__, "root": base, "built_ns": started,
+    return {"format": FORMAT, "wqlint": __version__, "code": code_id(), "root": base,
+            "built_ns": started,
             "build_seconds": round((time.time_ns() - started) / 1e9, 2),
             "deps": deps, "dirs": dirs, "wrappers": sorted(wrappers),
             # Each file's sites as compressed JSON in a string: the cache is read by every

@@ -491,8 +491,8 @@ class Engine:
                     site.skip = site.skip | here_rules
                 out.append(site)
         if not callers:
-            if scope.name in api.BY_NAME and scope.src.rel == self.api_header:
-                return []  # the API's own macro (create_workqueue()) that nothing uses: no queue
+            if scope.src.rel == self.api_header:
+                return []  # the API header's own macro (create_workqueue()) that nothing uses: no queue
             return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
         return out
 

@@ -36,7 +36,6 @@ nothing and not writing.
 from __future__ import annotations
 
 import errno
-import functools
 import hashlib
 import os
 import pickle
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import __version__
+from wqlint.code_id import code_id
 
 FORMAT = 5
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -64,17 +64,6 @@ def index_dir() -> Path:
 
 def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
-
-
-@functools.lru_cache(maxsize=None)
-def code_digest() -> bytes:
-    """wqlint's own code as it is installed: a kept scan was resolved by one version of it,
-    and a checkout or upgrade that keeps __version__ must not read another's sites."""
-    package = Path(__file__).resolve().parents[1]
-    h = hashlib.blake2b(digest_size=16)
-    for path in sorted(package.rglob("*.py")):
-        h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.digest()
 
 
 def walk(root: Path, hidden: Optional[list] = None) -> dict:
@@ -170,7 +159,7 @@ class Store:
         self.lines = data["lines"]
         self.bad = data["bad"]
         # The searches and names stay good; sites resolved by other code do not.
-        self.scans = data["scans"] if data.get("code") == code_digest() else {}
+        self.scans = data["scans"] if data.get("code") == code_id() else {}
         self.enclosing = data["enclosing"]
         self.loaded = True
         self._update(now)
@@ -342,7 +331,7 @@ class Store:
             self.unsaved = True
         if self.loaded and not self.unsaved:
             return True
-        data = {"format": FORMAT, "wqlint": __version__, "code": code_digest(), "root": str(self.root),
+        data = {"format": FORMAT, "wqlint": __version__, "code": code_id(), "root": str(self.root),
                 "stamps": self.stamps, "found": self.found, "cover": self.cover, "lines": self.lines, "bad": self.bad,
                 "scans": self.scans, "enclosing": self.enclosing}
         try:
