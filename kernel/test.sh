@@ -180,7 +180,7 @@ if ! kunit build --arch=x86_64 --build_dir="$build" --kunitconfig=kernel/workque
 	tail -50 "$results/build.out"
 	die "KUnit build failed"
 fi
-rm -f "$results"/*.hung-*.log "$results"/*.reports
+rm -f "$results"/*.hung-*.log "$results"/*.reports "$results"/*.suite.log
 for t in "${topologies[@]}"; do
 	name=${t%%:*}
 	smp=${t#*:}
