@@ -120,6 +120,8 @@ kunit() {
 
 kunit_fail=0
 first=1
+# a topology not run this time must not show the last run's results
+rm -f "$results"/*.out "$results"/*.json "$results"/*.log
 for t in "${topologies[@]}"; do
 	name=${t%%:*}
 	smp=${t#*:}
