@@ -87,6 +87,6 @@ def test_stable_6_12_backport_applies_is_checkpatch_clean_and_passes_kunit_on_bo
     assert len(totals) == len(series) == 7, totals
     assert all(t == ("0", "0") for t in totals), totals
     summaries = _summaries(out)
-    assert [s[:3] for s in summaries] == [("1llc", "16", "16"), ("2llc", "16", "16")], summaries
-    assert all("fail" not in s[3] for s in summaries)
+    # every case passed, and no kernel warning on the console but those of wq_test_misuse
+    assert summaries == [("1llc", "16", "16", ""), ("2llc", "16", "16", "")], summaries
     assert "checkpatch: clean" in out and "kernel series: OK" in out
