@@ -185,6 +185,7 @@ if ! kunit build --arch=x86_64 --build_dir="$build" --kunitconfig=kernel/workque
 	die "KUnit build failed"
 fi
 rm -f "$results"/*.hung-*.log "$results"/*.reports "$results"/*.suite.log
+report_re='^(WARNING|BUG):|Oops:|^Kernel panic'  # a kernel warning or crash report
 for t in "${topologies[@]}"; do
 	name=${t%%:*}
 	smp=${t#*:}
@@ -219,7 +220,6 @@ for t in "${topologies[@]}"; do
 	# also puts the nbcon console in emergency mode, whose takeover reprints the
 	# record being printed: a duplicated "ok 1" line made kunit.py count 8 errors.)
 	awk '/^KTAP version/ { f = 1 } f' "$results/$name.log" > "$results/$name.suite.log"
-	report_re='^(WARNING|BUG):|Oops:|^Kernel panic'
 	grep -cE "$report_re" "$results/$name.suite.log" > "$results/$name.reports" || true
 	if [ "$(cat "$results/$name.reports")" != 0 ]; then
 		log "KUnit FAILED on $name: kernel reports on the console while the suite ran:"

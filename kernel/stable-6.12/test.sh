@@ -163,7 +163,7 @@ for t in "${topologies[@]}"; do
 	if [ "$(cat "$results/$name.reports")" != 0 ]; then
 		log "KUnit FAILED on $name: kernel reports on the console outside wq_test_misuse"
 		echo "every report of the run, and the result lines:"
-		grep -E '^(WARNING|BUG):|Oops:|^Kernel panic|^ *(ok|not ok) [0-9]+ |busy pwq' \
+		grep -E '^(WARNING|BUG):|Oops:|^Kernel panic|^ *(ok|not ok) [0-9]+ ' \
 			"$results/$name.log" | head -80
 		kunit_fail=1
 	fi

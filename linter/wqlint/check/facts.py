@@ -283,10 +283,10 @@ def _mentions(path: str, pattern) -> bool:
 
 def is_valid(data: dict, root: str, checked: "str | None") -> bool:
     """Are cached facts still those of the tree? (see the module's docstring)"""
-    if data.get("format") != FORMAT or data.get("wqlint") != __version__ or data.get("root") != root:
+    # "code": derived by other wqlint code (a checkout that keeps __version__)
+    if data.get("format") != FORMAT or data.get("wqlint") != __version__ or data.get("root") != root \
+            or data.get("code") != code_id():
         return False
-    if data.get("code") != code_id():
-        return False  # derived by other wqlint code (a checkout that keeps __version__)
     base = root.rstrip("/") + "/"
     stat = os.stat
     for rel, stamp in data.get("deps", {}).items():
