@@ -7,7 +7,7 @@ scans. Properties, for every generated input:
   outside it but the -o file.
 
 The budget is a hypothesis profile: `ci` (the default, a couple of minutes for the whole file
-on two cores) or `long` (HYPOTHESIS_PROFILE=long, see README.md).
+on two cores) or `long` (HYPOTHESIS_PROFILE=long, see docs/testing.md).
 """
 from __future__ import annotations
 

@@ -262,7 +262,7 @@ def explain(rule_id, rules_path):
 
 
 @main.command("rules")
-@click.option("--markdown", is_flag=True, help="The README's rule table.")
+@click.option("--markdown", is_flag=True, help="The rule table of docs/rules.md.")
 @click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None)
 def rules_cmd(markdown, rules_path):
     """List the rules of the catalogue."""
