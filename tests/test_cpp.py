@@ -63,3 +63,46 @@ d();
     assert conds[3] == (Cond(3, "#if A", "A", False, False), Cond(5, "#elif B    && C", "B    && C", False, False))
     assert conds[4] == ()
     assert conds[5] == (Cond(11, "#ifdef D", "defined(D)", True),)
+
+
+def macros_of(table):
+    """A macros() callback over {name: [(params or None, body)]}."""
+    def macros(name, arity):
+        got = [(p, b) for p, b in table.get(name, ())
+               if (p is None) == (arity is None) and (arity is None or len(p) == arity)]
+        return got or None
+    return macros
+
+
+VER = {"VER_MIN": [(["a", "b", "c"], "(LINUX_VERSION_CODE >= KERNEL_VERSION(a, b, c))")],
+       "VER_MAX": [(["a", "b", "c"], "LINUX_VERSION_CODE < KERNEL_VERSION(a,b,c)")],
+       "NEW_API": [(None, "VER_MIN(6, 9, 0)")],
+       "TWO": [(["x"], "(LINUX_VERSION_CODE >= x)"), (["x"], "1")],  # two definitions
+       "SELF": [(None, "SELF + 1")]}
+
+
+@pytest.mark.parametrize("expr,at_61,at_612", [
+    ("VER_MIN(6, 6, 0)", False, True),
+    ("VER_MAX(6, 6, 0)", True, False),
+    ("!VER_MIN(6,6,0) && 1", True, False),
+    ("NEW_API", False, True),  # a macro whose body calls the macro
+    ("TWO(0)", True, True),  # definitions that agree decide
+    ("TWO(KERNEL_VERSION(6, 9, 0))", None, True),  # ... and not when they disagree
+    ("VER_MIN(6, 6)", None, None),  # the wrong number of arguments
+    ("UNKNOWN_MIN(6, 6, 0)", None, None),
+    ("VER_MIN(CONFIG_X, 0, 0)", None, None),  # an argument the build's configuration sets
+    ("SELF", None, None),  # no end to the expansion
+])
+def test_evaluate_through_macros(expr, at_61, at_612):
+    macros = macros_of(VER)
+    assert (evaluate(expr, V61, unknown, macros), evaluate(expr, V612, unknown, macros)) == (at_61, at_612)
+
+
+@pytest.mark.parametrize("name,predefined_", [
+    ("__GNUC__", True), ("__x86_64__", True), ("__KERNEL__", True), ("__CHECKER__", True),
+    ("__has_attribute", True), ("__ASSEMBLY__", True), ("__aarch64__", True),
+    ("__SIZEOF_LONG__", True), ("__QDMA_VF__", False), ("__WQCOMPAT_VF__", False),
+])
+def test_predefined(name, predefined_):
+    from wqlint.scan.cpp import predefined
+    assert predefined(name) is predefined_

@@ -59,5 +59,5 @@ def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, case: str = "
     return Finding(
         rule_id=rule_id, severity=rule.severity_on(ctx.version), path=use.path, line=use.line,
         col=use.col, end_col=use.end_col, message=f"{text} ({detail})" if detail else text,
-        chain=(use.step,), migration=migration, hints=hints, function=use.function,
+        chain=(use.step,) + tuple(use.conditions), migration=migration, hints=hints, function=use.function,
         queue=f"{use.call}({use.queue})", role="queue")

@@ -296,9 +296,18 @@ class Engine:
         """Calls whose queue argument (api.QUEUE_CALLS) is one of the names the API lists in
         DEPRECATED_SYSTEM_QUEUES: found from the index's occurrences of the names, in the
         targets only (such a use has no chain to follow)."""
-        out, seen = [], set()
         if [n for n in api.DEPRECATED_SYSTEM_QUEUES if self.index.occurrences(n) is None]:
             self.index.fetch_pending()  # (every name asked for first: one search for all)
+        for _ in range(MAX_ROUNDS):
+            misses = self.index.misses
+            out = self._queue_uses_once()
+            # The #if conditions around a use may name macros still to look up.
+            if self.index.misses == misses or not self.index.fetch_pending():
+                break
+        return out
+
+    def _queue_uses_once(self) -> list:
+        out, seen = [], set()
         for name in api.DEPRECATED_SYSTEM_QUEUES:
             for rel, line in self.index.occurrences(name) or ():
                 if not self.in_targets(rel) or self._outside_focus(rel):
@@ -344,6 +353,9 @@ class Engine:
             return None
         src = chunk.source
         line = chunk.line_of(fn)
+        dead, conds = self.cpp.state(src, line)
+        if dead:  # in a branch not compiled for this kernel (a compat block)
+            return None
         scope = scope_of(chunk, call)
         col, end_col = chunk.col_of(fn), chunk.end_col_of(fn)
         if getattr(chunk, "macro_kind", None) == "macro":
@@ -357,7 +369,7 @@ class Engine:
             step=Step(src.rel, line, src.line_text(line).strip(),
                       f"{spec.name}() on {name} (argument {spec.queue_arg + 1})"),
             function=scope.name if scope.kind == "function" else "",
-            suppressed=self._suppressed(src, line))
+            suppressed=self._suppressed(src, line), conditions=tuple(self._condition_steps(src, conds)))
 
     def _argument(self, args, i, scope: Scope, spread, line, src):
         """The value of argument i of a call; inside a variadic macro whose __VA_ARGS__ covers

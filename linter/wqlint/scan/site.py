@@ -77,6 +77,7 @@ class QueueUse:
     suppressed: frozenset = frozenset()
     only: Optional[frozenset] = None
     skip: frozenset = frozenset()
+    conditions: tuple = ()  # Steps naming the #if conditions the call is compiled under
 
 
 @dataclass(frozen=True)
