@@ -30,10 +30,15 @@ def test_text_format_first_line_is_compiler_style():
 
 
 def test_clean_tree_exits_0(tmp_path):
+    """Nothing on stdout for a machine; one line on stderr tells a person what was scanned,
+    for which kernel (and the note on the built-in API description, as for any scan)."""
     (tmp_path / "ok.c").write_text('void f(void) { wq = alloc_workqueue("a", WQ_UNBOUND, 0); }\n')
-    result = run("scan", tmp_path)
+    result = run("scan", tmp_path, "--kernel-version", "6.12")
     assert result.exit_code == 0, result.stdout
     assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == f"wqlint: no findings in {tmp_path} (2 C files read; v6.12 from --kernel-version)"
+    quiet = run("scan", tmp_path, "--kernel-version", "6.12", "--format", "json")
+    assert json.loads(quiet.stdout)["findings"] == [] and "no findings" not in quiet.stderr
 
 
 def test_sarif_is_valid_and_fingerprinted(tmp_path):

@@ -281,11 +281,11 @@ def test_apply_refuses_a_target_that_is_not_a_regular_file(tmp_path):
 
 # -- -o -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["devnull", "fifo", "missing-dir"])
+@pytest.mark.parametrize("kind", ["device", "fifo", "missing-dir"])
 def test_output_that_cannot_be_a_file_is_a_usage_error_before_any_work(tmp_path, kind):
     root = tiny_tree(tmp_path)
-    if kind == "devnull":
-        out, problem = Path("/dev/null"), "is a device, not a regular file, not replaced"
+    if kind == "device":
+        out, problem = Path("/dev/zero"), "is a device, not a regular file, not replaced"
     elif kind == "fifo":
         out, problem = tmp_path / "fifo", "is a FIFO, not a regular file, not replaced"
         os.mkfifo(out)
@@ -297,7 +297,19 @@ def test_output_that_cannot_be_a_file_is_a_usage_error_before_any_work(tmp_path,
     assert got.returncode == 2
     assert error_lines(got.stderr) == [f"Error: -o {out}: {problem}"]
     assert tree_hash(tmp_path) == before
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/zero").st_mode)
+
+
+def test_output_to_dev_null_is_thrown_away(tmp_path):
+    """-o /dev/null: the exit status alone is wanted; /dev/null stays the device it is."""
+    root = tiny_tree(tmp_path)
+    before = tree_hash(tmp_path)
+    for fmt in ("json", "text", "sarif"):
+        got = cli("scan", root, "-o", os.devnull, "--format", fmt)
+        no_traceback(got)
+        assert (got.returncode, got.stdout) == (1, "")
+    assert tree_hash(tmp_path) == before
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
 def test_output_keeps_the_mode_of_what_it_replaces_and_new_files_follow_the_umask(tmp_path):

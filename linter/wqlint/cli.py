@@ -179,6 +179,12 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
         report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel, cache)
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
+    if fmt == "text" and not report.findings and not report.errors:
+        # Nothing on stdout (a machine reads that); a person is told what was looked at.
+        source = {"default": "wqlint's default", "--kernel-version": "--kernel-version"}.get(
+            report.kernel_version_source, report.kernel_version_source)
+        report.notes.append(f"no findings in {', '.join(paths)} ({report.files_scanned} C files read; "
+                            f"{kversion.show(report.kernel_version)} from {source})")
     _emit(FORMATS[fmt](report, cat), output, report, fmt)
 
 

@@ -145,6 +145,8 @@ def check_output(path: str | os.PathLike) -> None:
     """Refuse, before any work, an output path that write_atomic() could not replace: its
     directory missing, or an existing target that is not a regular file."""
     real = os.path.realpath(path)
+    if real == os.devnull:
+        return  # output thrown away: written with nothing to replace
     directory = os.path.dirname(real)
     if not os.path.isdir(directory):
         raise OutputRefused(f"directory {os.path.dirname(os.path.abspath(path)) or '.'} does not exist")
@@ -170,6 +172,8 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
     import tempfile
     from pathlib import Path
 
+    if os.path.realpath(path) == os.devnull:
+        return  # (check_output() accepts it: the caller wants no copy of the output)
     target = Path(os.path.realpath(path))
     try:
         old: os.stat_result | None = os.stat(target)
