@@ -82,13 +82,25 @@ def test_kdir_from_the_environment(tmp_path, module):
 
 
 def test_without_a_kernel_tree_one_note_names_the_builtin_description(module):
+    """The note says the description is mainline's, what a kernel of the series is known
+    to have beyond it (Debian's 6.12.117: WQ_PERCPU and the split system queues), and how to
+    have the real headers read."""
+    how = ("a stable or distribution kernel may have later changes{known}: to read the API of the kernel "
+           "the module builds for, give its headers, --kernel-tree /lib/modules/$(uname -r)/build (package "
+           "linux-headers-$(uname -r))\n")
     result = run("scan", "-j", "1", "--format", "json", module, env={"KDIR": ""})
     assert result.stderr == (
         "wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in description of "
-        "the v7.3 workqueue API and its semantics (--kernel-version)\n")
+        "the mainline v7.3 workqueue API and its semantics (--kernel-version); " + how.format(known=""))
+    result = run("scan", "-j", "1", "--kernel-version", "6.12.117", "--format", "json", module, env={"KDIR": ""})
+    assert result.stderr == (
+        "wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in description of "
+        "the mainline v6.12 workqueue API and its semantics; " + how.format(
+            known=" (Debian's 6.12.117 has WQ_PERCPU, system_percpu_wq and system_dfl_wq from v6.17)"))
     result = run("scan", "-j", "1", "--kernel-version", "6.1", "--format", "json", module, env={"KDIR": ""})
     assert result.stderr == ("wqlint: no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in "
-                             "description of the v6.1 workqueue API and its semantics\n")
+                             "description of the mainline v6.1 workqueue API and its semantics; "
+                             + how.format(known=""))
     # v6.1 has no WQ_PERCPU: no missing-affinity-flag.
     assert [(f["rule"], f["line"]) for f in json.loads(result.stdout)["findings"]] == [
         ("unbound-max-active-cpu-count", 8)]

@@ -121,6 +121,19 @@ QUEUE_CALLS = (
 QUEUE_CALLS_BY_NAME = {c.name: c for c in QUEUE_CALLS}
 
 
+# Later workqueue changes that kernels of an older series are known to carry: what a
+# description of mainline misses for them ((major, minor) -> (which kernel, what it has)).
+BACKPORTS = {
+    (6, 12): ("Debian's 6.12.117", "WQ_PERCPU, system_percpu_wq and system_dfl_wq from v6.17"),
+}
+
+
+def backports(version: Version) -> str:
+    """A word on what kernels of version's series are known to have beyond mainline, or ''."""
+    known = BACKPORTS.get(tuple(version[:2]))
+    return f"{known[0]} has {known[1]}" if known else ""
+
+
 def has_system_queue_replacements(version: Version) -> bool:
     """v6.17 (128ea9f6ccfb): system_percpu_wq and system_dfl_wq (Debian's 6.12.y has them too:
     the tree's own header wins)."""

@@ -155,9 +155,16 @@ class Engine:
             extra[BUILTIN_HEADER_REL] = api.builtin_header(self.version)
             self.api_header = BUILTIN_HEADER_REL
             if self.version_source != "Makefile":  # (a slice of a tree, with its version: no module)
+                # A stable or distribution kernel may differ from mainline: say which is
+                # described, and how to have the kernel's own headers read instead.
+                known = api.backports(self.version)
                 self.notes.append("no kernel tree given (--kernel-tree DIR or KDIR): using wqlint's built-in "
-                                  f"description of the {kversion.show(self.version)} workqueue API and its "
-                                  "semantics" + ("" if kernel_version else " (--kernel-version)"))
+                                  f"description of the mainline {kversion.show(self.version[:2] + (0,))} workqueue API "
+                                  "and its semantics" + ("" if kernel_version else " (--kernel-version)")
+                                  + "; a stable or distribution kernel may have later changes"
+                                  + (f" ({known})" if known else "") + ": to read the API of the kernel "
+                                  "the module builds for, give its headers, --kernel-tree "
+                                  "/lib/modules/$(uname -r)/build (package linux-headers-$(uname -r))")
         else:
             self.api_header = API_HEADER
         if self.version_source == "default" and self.api_header != BUILTIN_HEADER_REL:
