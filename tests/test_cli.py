@@ -36,7 +36,7 @@ def test_clean_tree_exits_0(tmp_path):
     result = run("scan", tmp_path, "--kernel-version", "6.12")
     assert result.exit_code == 0, result.stdout
     assert result.stdout == ""
-    assert result.stderr.splitlines()[-1] == f"wqlint: no findings in {tmp_path} (2 C files read; v6.12 from --kernel-version)"
+    assert result.stderr.splitlines()[-1] == f"wqlint: no findings in {tmp_path} (1 .c/.h files searched; v6.12 from --kernel-version)"
     quiet = run("scan", tmp_path, "--kernel-version", "6.12", "--format", "json")
     assert json.loads(quiet.stdout)["findings"] == [] and "no findings" not in quiet.stderr
 

@@ -183,9 +183,23 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
         # Nothing on stdout (a machine reads that); a person is told what was looked at.
         source = {"default": "wqlint's default", "--kernel-version": "--kernel-version"}.get(
             report.kernel_version_source, report.kernel_version_source)
-        report.notes.append(f"no findings in {', '.join(paths)} ({report.files_scanned} C files read; "
+        report.notes.append(f"no findings in {', '.join(paths)} ({_c_files(paths)} .c/.h files searched; "
                             f"{kversion.show(report.kernel_version)} from {source})")
     _emit(FORMATS[fmt](report, cat), output, report, fmt)
+
+
+def _c_files(paths) -> int:
+    """How many .c and .h files the search of paths covers (hidden directories and links
+    left out, as the search does)."""
+    count = 0
+    for p in paths:
+        if not os.path.isdir(p):
+            count += p.endswith((".c", ".h"))
+            continue
+        for _top, dirs, files in os.walk(p):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            count += sum(f.endswith((".c", ".h")) for f in files)
+    return count
 
 
 def _path_error(exc):
