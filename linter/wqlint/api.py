@@ -134,6 +134,20 @@ def backports(version: Version) -> str:
     return f"{known[0]} has {known[1]}" if known else ""
 
 
+# The helpers that queue on a system queue their definition in include/linux/workqueue.h
+# names (schedule_work() is queue_work(<queue>, work)), and the one that flushes it: which
+# queue that is, is read from the scanned tree's header (helper_queue() stands in without one).
+SCHEDULE_HELPERS = ("schedule_work", "schedule_work_on", "schedule_delayed_work", "schedule_delayed_work_on")
+FLUSH_SCHEDULED = "flush_scheduled_work"
+
+
+def helper_queue(version: Version) -> str:
+    """The queue of schedule_work() and flush_scheduled_work(): system_wq, system_percpu_wq
+    since the system queue split (v6.17, 128ea9f6ccfb; Debian's 6.12.117 has it too, the
+    tree's own header wins)."""
+    return "system_percpu_wq" if has_system_queue_replacements(version) else "system_wq"
+
+
 def has_system_queue_replacements(version: Version) -> bool:
     """v6.17 (128ea9f6ccfb): system_percpu_wq and system_dfl_wq (Debian's 6.12.y has them too:
     the tree's own header wins)."""
@@ -330,5 +344,10 @@ def builtin_header(version: Version) -> bytes:
             "extern struct workqueue_struct *system_unbound_wq;"]
     if has_system_queue_replacements(version):
         out += [f"extern struct workqueue_struct *{n};" for n in DEPRECATED_SYSTEM_QUEUES.values()]
+    queue = helper_queue(version)
+    out += ["static inline bool schedule_work(struct work_struct *work)",
+            "{", f"\treturn queue_work({queue}, work);", "}",
+            "static inline bool schedule_delayed_work(struct delayed_work *dwork, unsigned long delay)",
+            "{", f"\treturn queue_delayed_work({queue}, dwork, delay);", "}"]
     out.append("")
     return "\n".join(out).encode()

@@ -22,6 +22,11 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
     call = api.QUEUE_CALLS_BY_NAME[use.call]
     parts = [f"{use.queue} -> {new}"]
     if not call.queues:
-        parts.append(f"{use.call}() queues nothing, so it does not warn, but {use.queue} is to be removed")
+        waits = (f"{use.call}() queues nothing, so it does not warn; it waits only for work queued on "
+                 f"{use.queue} by name")
+        helper = ctx.helper_queues.get("schedule_work")
+        if helper is not None and helper[0] == new:
+            waits += f", not for schedule_work() items, which go to {new}"
+        parts.append(waits)
     return [use_finding(use, ctx, RULE, "; ".join(parts), hints=frozenset({f"queue-arg={use.arg}"}),
                         new=new)]

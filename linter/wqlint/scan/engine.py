@@ -376,7 +376,25 @@ class Engine:
             step=Step(src.rel, line, src.line_text(line).strip(),
                       f"{spec.name}() on {name} (argument {spec.queue_arg + 1})"),
             function=scope.name if scope.kind == "function" else "",
-            suppressed=self._suppressed(src, line), conditions=tuple(self._condition_steps(src, conds)))
+            suppressed=self._suppressed(src, line), conditions=tuple(self._condition_steps(src, conds)),
+            within=scope.name if scope.kind != "file" else "",
+            scheduled=() if spec.queues else self._helper_calls(src))
+
+    def _helper_calls(self, src) -> tuple:
+        """(helper, Step) of the calls of api.SCHEDULE_HELPERS in src (not comments, not
+        definitions), in line order."""
+        out = []
+        for helper in api.SCHEDULE_HELPERS:
+            pat = re.compile(r"\b" + helper + r"\s*\(")
+            for ln in src.word_lines(helper):
+                text = src.line_text(ln)
+                if not pat.search(text) or re.match(r"\s*(\*|//|#\s*define)", text) \
+                        or re.search(r"\bbool\s+" + helper, text):
+                    continue
+                chunk = src.chunk_at(ln)
+                if chunk is not None and not _only_in_comments(chunk, helper, ln):
+                    out.append((helper, Step(src.rel, ln, text.strip(), f"{helper}() queues work here")))
+        return tuple(sorted(out, key=lambda hs: hs[1].line))
 
     def _argument(self, args, i, scope: Scope, spread, line, src):
         """The value of argument i of a call; inside a variadic macro whose __VA_ARGS__ covers
@@ -630,11 +648,12 @@ class Engine:
         declared = frozenset(n for n in api.DEPRECATED_SYSTEM_QUEUES.values()
                              if re.search(rb"\b" + n.encode() + rb"\b", text))
         name_len, warns, where = self._name_len()
+        helpers = helper_queues(text, api_header or self.api_header)
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
                             has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
                             ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared,
                             api_files=frozenset(self.api_files), name_len=name_len, name_warns=warns,
-                            name_len_step=where)
+                            name_len_step=where, helper_queues=helpers)
 
     def _name_len(self) -> tuple:
         """(WQ_NAME_LEN, whether __alloc_workqueue() warns about a longer name, the Step where
@@ -784,6 +803,28 @@ class Engine:
 
 
 _HEADER_RE = re.compile(rb"(?m)^(?:#\s*define\s+([A-Za-z_]\w*)|[A-Za-z_][^;{}=#]*?\b([A-Za-z_]\w*)\s*\()")
+
+
+def helper_queues(header: bytes, rel: str) -> dict:
+    """{helper: (queue, Step)}: the system queue each of api.SCHEDULE_HELPERS and
+    api.FLUSH_SCHEDULED names in its definition in the API header (an inline function or a
+    macro), with the line that names it."""
+    text = header.decode("utf-8", "replace")
+    out = {}
+    for helper in api.SCHEDULE_HELPERS + (api.FLUSH_SCHEDULED,):
+        head = re.search(r"(?m)^(?:static\s+inline\s+\w+\s+|#\s*define\s+)" + helper + r"\s*\(", text)
+        if head is None:
+            continue
+        end = re.search(r"(?m)^\}", text[head.end():head.end() + 600])
+        body_end = head.end() + (end.start() if end is not None else 0)
+        m = re.search(r"\b(system_\w+)\b", text[head.end():body_end])
+        if m is None:
+            continue
+        at = head.end() + m.start(1)
+        line = text.count("\n", 0, at) + 1
+        line_text = text.split("\n")[line - 1].strip()
+        out[helper] = (m.group(1), Step(rel, line, line_text, f"{helper}() uses {m.group(1)}"))
+    return out
 
 
 def _enclosing_name(path: Path, line_text: bytes) -> str:

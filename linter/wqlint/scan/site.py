@@ -78,6 +78,10 @@ class QueueUse:
     only: Optional[frozenset] = None
     skip: frozenset = frozenset()
     conditions: tuple = ()  # Steps naming the #if conditions the call is compiled under
+    within: str = ""  # the function or macro whose definition holds the call
+    # (helper, Step) of the calls in the same file of the API's helpers that queue on a
+    # system queue themselves (api.SCHEDULE_HELPERS): the work a flush may mean to wait for.
+    scheduled: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,9 @@ class CheckContext:
     name_len: int = 32
     name_warns: bool = True
     name_len_step: Optional[object] = None
+    # The queue each helper of api.SCHEDULE_HELPERS and api.FLUSH_SCHEDULED uses, as the API
+    # header defines it: {helper: (queue, Step of the definition's line naming it)}.
+    helper_queues: dict = field(default_factory=dict)
     # id(flags) -> (flags, FlagInfo): the flags are held so that their id stays theirs
     _flag_infos: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
