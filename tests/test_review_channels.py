@@ -89,15 +89,107 @@ def test_b4_format_on_a_tree_that_does_not_have_the_patch(tmp_path):
     assert (clean.exit_code, clean.stdout, clean.stderr) == (0, "", "")
 
 
+# -- b4 review (0.16) ---------------------------------------------------------------------------
+B4CHECKS = Path(__file__).with_name("b4checks.py")
+SCAN_WARNING = ("drivers/demo/scan.c:16: WARNING: This patch drops WQ_UNBOUND: max_active = num_online_cpus() "
+                "becomes a per-CPU limit. per-CPU workqueue with max_active derived from a CPU count: the limit "
+                "applies on every CPU, so in-flight items grow with the square of the CPU count (per-CPU queue: "
+                "max_active is per CPU on every kernel; with 96 CPUs max_active = 96, up to 96 x 96 = 9216 "
+                "in-flight items) [percpu-max-active-cpu-count]")
+CFG_ERROR = ("drivers/demo/cfg.c:10: ERROR: This patch adds __WQ_ORDERED: an ordered queue with WQ_SYSFS is "
+             "refused by workqueue_sysfs_register() on v6.12: the allocation fails at boot. ordered workqueue "
+             "with WQ_SYSFS: workqueue_sysfs_register() refuses it with a WARN_ON and the allocation fails "
+             "(allowed from v7.1, a4aa8d94f243) (on v6.12 through alloc_ordered_workqueue()) "
+             "[ordered-workqueue-sysfs]")
+
+
+@pytest.fixture
+def b4_series(tmp_path):
+    """The three-patch series of test_b4_prep_check_runs_review_per_patch, sent by `b4 send -o`
+    (cover letter with base-commit and change-id, b4's Message-IDs) as one mbox, and the
+    repository at its base with wqlint as b4 review's per-patch and series check commands."""
+    if B4 is None:
+        pytest.skip("b4 is in the test extra (pip install -e .[test])")
+    repo = _series(tmp_path)
+    env = {**os.environ, **ENV, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    repo.git("config", "user.name", ENV["GIT_AUTHOR_NAME"])
+    repo.git("config", "user.email", ENV["GIT_AUTHOR_EMAIL"])
+    assert _b4(repo, "prep", "-n", "demo-queues", env=env).returncode == 0
+    repo.edit("drivers/demo/scan.c", "/* Scanning queues of the demo driver. */",
+              "/* Scanning and event queues of the demo driver. */")
+    repo.commit("demo: say what scan.c holds")
+    repo.edit("drivers/demo/scan.c", "\t\t\t\t  WQ_UNBOUND | WQ_MEM_RECLAIM,", "\t\t\t\t  WQ_MEM_RECLAIM,")
+    repo.commit("demo: keep scanning on the submitting CPU")
+    repo.edit("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);',
+              'alloc_ordered_workqueue("demo_cfg", WQ_SYSFS);')
+    repo.commit("demo: make the configuration queue ordered")
+    sent = _b4(repo, "send", "-o", str(tmp_path / "sent"), "--no-sign", env=env)
+    assert sent.returncode == 0, sent.stderr
+    mbox = tmp_path / "series.mbox"
+    mbox.write_bytes(b"".join(b"From git@z Thu Jan  1 00:00:00 1970\n" + p.read_bytes() + b"\n"
+                              for p in sorted((tmp_path / "sent").glob("*.eml"))))
+    repo.git("checkout", "-q", "main")
+    command = f"{WQLINT} review --format b4-review --tree . -j 1 -"
+    repo.git("config", "b4.review-perpatch-check-cmd", command)
+    repo.git("config", "b4.review-series-check-cmd", command)
+    return repo, mbox, env
+
+
+def _b4_checks(repo, mbox, env, *args):
+    proc = subprocess.run([sys.executable, str(B4CHECKS), str(mbox), *args], cwd=repo.path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _shown(results):
+    """What b4's check results screen shows of each result: status, summary, detail lines."""
+    return [(r["tool"], r["status"], r["summary"], [d["description"] for d in json.loads(r["details"] or "[]")])
+            for r in results]
+
+
+def test_b4_review_checks_on_a_checked_out_series(b4_series):
+    """b4 applies the series at its base-commit on b4/review/<change-id>; the per-patch command
+    gets each patch, the series command the cover letter and B4_TRACKING_FILE."""
+    repo, mbox, env = b4_series
+    got = _b4_checks(repo, mbox, env, "--checkout")
+    assert [_shown(r) for r in got["perpatch"].values()] == [
+        [("wqlint", "pass", "no workqueue problem introduced", [])],
+        [("wqlint", "warn", "1 warning introduced: percpu-max-active-cpu-count", [SCAN_WARNING])],
+        [("wqlint", "fail", "1 error introduced: ordered-workqueue-sysfs", [CFG_ERROR])]]
+    assert [m.split("-v1-")[1].split("-")[0] for m in got["perpatch"]] == ["1", "2", "3"]
+    assert _shown(got["series"]) == [
+        ("wqlint", "fail", "1 error, 1 warning introduced: ordered-workqueue-sysfs, percpu-max-active-cpu-count",
+         ["patch 2: " + SCAN_WARNING, "patch 3: " + CFG_ERROR])]
+    # each detail carries the finding's fingerprint, the same per patch and for the series
+    per_patch = [d["fingerprint"] for r in got["perpatch"].values() for d in json.loads(r[0]["details"] or "[]")]
+    assert per_patch == [d["fingerprint"] for d in json.loads(got["series"][0]["details"])]
+
+
+def test_b4_review_checks_with_the_series_not_checked_out(b4_series):
+    """At the base, without a review branch: each patch is reviewed against the checkout; the
+    cover letter alone names no patches, and the series result says it was not reviewed."""
+    repo, mbox, env = b4_series
+    got = _b4_checks(repo, mbox, env)
+    assert [[r["status"] for r in rs] for rs in got["perpatch"].values()] == [["pass"], ["warn"], ["fail"]]
+    assert _shown(got["series"]) == [
+        ("wqlint", "warn", "not reviewed: the cover letter alone: b4 names the series' commits "
+                           "(B4_TRACKING_FILE) only for a series checked out for review", [])]
+
+
 # -- patchwork ----------------------------------------------------------------------------------
 # What patchwork's CheckSerializer writes (patchwork/api/check.py; the rest is read-only) and
 # what its Check model accepts (state choices, context a SlugField of 255).
+# Each line also names its patch; Django REST framework's serializers ignore fields they do
+# not declare, so the line is still the body to POST.
 PATCHWORK_WRITABLE = {"state", "target_url", "context", "description"}
+PATCH_IDENTITY = {"msgid", "subject", "patch", "fingerprints"}
 PATCHWORK_STATES = {"pending", "success", "warning", "fail"}
 
 
 def _valid_check(check: dict) -> None:
-    assert set(check) <= PATCHWORK_WRITABLE and "state" in check
+    assert set(check) - PATCH_IDENTITY <= PATCHWORK_WRITABLE and "state" in check
     assert check["state"] in PATCHWORK_STATES
     assert re.fullmatch(r"[-a-zA-Z0-9_]+", check["context"]) and len(check["context"]) <= 255
     if "target_url" in check:
@@ -119,6 +211,16 @@ def test_patchwork_checks_one_per_patch_of_a_series():
                     "drivers/demo/extra.c:13: unbound-max-active-cpu-count")]
     assert {c["target_url"] for c in checks} == {"https://ci.example.org/wqlint/1"}
     assert {c["context"] for c in checks} == {"wqlint"}
+    # which patch each line is about, without relying on the order
+    assert [(c["patch"], c["msgid"], c["subject"]) for c in checks] == [
+        (1, "b7eab19cd7572bfa8ae7e7662fc017e643647f8f.1795318918.git.jane@example.org",
+         "[PATCH 1/3] demo: add extra queues"),
+        (2, "8f5ab2f551791b8eefef32dbb3a67e63fbdb249c.1795318918.git.jane@example.org",
+         "[PATCH 2/3] demo: add an event queue"),
+        (3, "8079069e70b84fb78d1acf97c98fcd321afba18f.1795318918.git.jane@example.org",
+         "[PATCH 3/3] demo: let the extra queue run two items per CPU")]
+    assert [len(c["fingerprints"]) for c in checks] == [0, 1, 2]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", fp) for c in checks for fp in c["fingerprints"])
 
 
 def test_patchwork_target_url_must_be_a_url():

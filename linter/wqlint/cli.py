@@ -303,12 +303,17 @@ def rules_cmd(markdown, rules_path):
               help="The tree the series applies to (never modified) [none: the hunks alone].")
 @click.option("--git", "git_range", metavar="BASE..HEAD", default=None,
               help="Review these commits of the git checkout --tree (default: .) instead of PATCHES.")
-@click.option("--format", "fmt", type=click.Choice(["text", "mail", "github", "rdjson", "sarif", "b4",
-                                                   "patchwork"]),
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "mail", "github", "rdjson", "sarif", "b4",
+                                                   "b4-review", "patchwork"]),
               default="text", show_default=True,
-              help="b4: b4's per-patch check command; patchwork: the checks to POST, one per patch.")
+              help="b4: b4 am/prep's per-patch check command; b4-review: b4 review's check commands; "
+                   "patchwork: the checks to POST, one per patch.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
 @click.option("--all", "show_all", is_flag=True, help="Report the findings that were there before, too.")
+@click.option("--reported", "reported_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Fingerprints already reported, one a line: those findings are not reported again.")
+@click.option("--update-reported", is_flag=True,
+              help="Add the fingerprints of the findings reported now to the --reported FILE.")
 @click.option("--target-url", default="", metavar="URL",
               help="--format patchwork: the URL of the full report (the check's target_url).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
@@ -317,8 +322,8 @@ def rules_cmd(markdown, rules_path):
 @_kernel_tree_option
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
-def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, kernel_version, cpus, max_cpus,
-           rules_path, kernel_tree, cache):
+def review(patches, tree, git_range, fmt, output, show_all, reported_path, update_reported, target_url, jobs,
+           kernel_version, cpus, max_cpus, rules_path, kernel_tree, cache):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
 
@@ -335,27 +340,46 @@ def review(patches, tree, git_range, fmt, output, show_all, target_url, jobs, ke
     cat = _load_catalogue(rules_path)
     if bool(patches) == bool(git_range):
         raise click.UsageError("give PATCHES or --git BASE..HEAD, not both and not neither")
+    if update_reported and not reported_path:
+        raise click.UsageError("--update-reported needs --reported FILE")
+    reported = _reported(reported_path)
     try:
         reader = None
         if git_range:
             tree = tree or "."
             series, reader = review_mod.git_series(tree, git_range)
-            if not series:
-                click.echo(f"wqlint: no commits in {git_range}", err=True)
-                sys.exit(0)
         else:
-            series = mail.load(list(patches))
+            series = mail.load(list(patches), allow_cover=fmt == "b4-review")
+            if fmt == "b4-review" and not series:  # b4's series check gives the cover letter
+                from wqlint import b4review
+                from wqlint.formatters.review import b4_review
+                tree = tree or "."
+                try:
+                    series, reader = b4review.tracked_series(tree, os.environ.get("B4_TRACKING_FILE"))
+                except b4review.NotTracked as exc:
+                    click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
+                    sys.exit(0)
+        if not series:
+            click.echo(f"wqlint: no commits in {git_range}", err=True)
+            sys.exit(0)
         result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
                                    kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
                                    show_all=show_all, base_reader=reader,
-                                   kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []), cache=cache)
+                                   kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []), cache=cache,
+                                   reported=reported)
     except (mail.MailError, review_mod.ReviewError) as exc:
+        if fmt == "b4-review":  # b4 shows stdout, whatever the exit status
+            from wqlint.formatters.review import b4_review
+            click.echo(b4_review.result("fail", _printable(str(exc))), nl=False)
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)
     except UsageError as exc:
         _path_error(exc)
     if fmt in QUIET_FORMATS:
         result.notes = []
+    if update_reported:
+        _write_atomic(reported_path, _reported_text(reported_path, [result.fingerprint(c.finding)
+                                                                    for c in result.comments]))
     kw = {"target_url": target_url} if fmt == "patchwork" else {}
     _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt)
 
@@ -385,6 +409,42 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
         raise click.UsageError(str(exc)) from None
     # The same as the fast path the `wqlint` command takes (wqlint.entry, check.main).
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
+
+
+def _reported(path) -> frozenset:
+    """The fingerprints of a --reported FILE (one a line, '#' comments); a file that does not
+    exist yet is empty (--update-reported creates it)."""
+    if not path:
+        return frozenset()
+    from wqlint import safeio
+    if not os.path.lexists(path):
+        return frozenset()
+    try:
+        data = safeio.read_bytes(path, 64 * 1024 * 1024)
+    except (safeio.InputRefused, OSError) as exc:
+        click.echo(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}", err=True)
+        sys.exit(2)
+    found = set()
+    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if not re.fullmatch(r"[0-9a-f]{32}", line):
+            click.echo(f"Error: {path}:{n}: not a wqlint fingerprint (32 hex digits)", err=True)
+            sys.exit(2)
+        found.add(line)
+    return frozenset(found)
+
+
+def _reported_text(path, new) -> str:
+    """The --reported FILE with the fingerprints new added (kept as it was, new ones appended)."""
+    from wqlint import safeio
+    old = safeio.read_bytes(path, 64 * 1024 * 1024).decode("utf-8", "replace") if os.path.lexists(path) else ""
+    have = set(re.findall(r"^([0-9a-f]{32})\b", old, re.M))
+    add = [fp for fp in dict.fromkeys(new) if fp not in have]
+    if old and not old.endswith("\n"):
+        old += "\n"
+    return old + "".join(fp + "\n" for fp in add)
 
 
 def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=True):

@@ -150,6 +150,38 @@ def numbered(findings: list) -> list:
     return out
 
 
+def stable_fingerprints(findings: list, moved: dict | None = None) -> dict:
+    """id(finding) -> a fingerprint that stays while a finding stays: across a rebase, a v2 of
+    the series that edits other hunks, a file renamed, and a function moved within its
+    directory or renamed. It hashes the rule, the argument judged, the file's directory and
+    the queue's name; the function too when the name says little (not a string literal, or
+    one like '"%s"'); a number
+    tells repeats of that apart in file and line order. Lines, texts and file names are not
+    in it."""
+    import hashlib
+    import re
+    from collections import Counter
+
+    moved = moved or {}
+    keys = {}
+    for f in findings:
+        path = moved.get(f.path, f.path)
+        queue = f.queue
+        plain = re.sub(r"[^A-Za-z0-9_]", "", re.sub(r"%[-+ #0-9.*]*[a-zA-Z]+", "", queue))
+        key = (f.rule_id, f.role, path.rsplit("/", 1)[0] if "/" in path else "", queue)
+        if not queue.startswith('"') or len(plain) < 3:
+            key += (f.function,)
+        keys[id(f)] = key
+    seen: Counter = Counter()
+    out = {}
+    for f in sorted(findings, key=lambda f: (moved.get(f.path, f.path), f.line, f.col, f.rule_id)):
+        key = keys[id(f)] + (str(seen[keys[id(f)]]),)
+        seen[keys[id(f)]] += 1
+        digest = hashlib.sha256("\0".join(("wqlint-stable/1",) + key).encode("utf-8", "surrogateescape"))
+        out[id(f)] = digest.hexdigest()[:32]
+    return out
+
+
 @dataclass
 class Report:
     """Everything a run produced; one place decides the exit code for every command."""

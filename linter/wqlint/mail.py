@@ -113,13 +113,14 @@ def read_input(path: str) -> bytes:
     return data
 
 
-def load(paths: list) -> list:
-    """The series given as patch files and mboxes ('-': stdin), numbered in order."""
+def load(paths: list, allow_cover: bool = False) -> list:
+    """The series given as patch files and mboxes ('-': stdin), numbered in order.
+    allow_cover: mail without a patch (a cover letter) gives no patches rather than an error."""
     if list(paths).count("-") > 1:
         raise MailError("stdin ('-') can be read only once")
     series: list[Patch] = []
     for path in paths:
-        for patch in parse_series(read_input(path), "<stdin>" if path == "-" else path):
+        for patch in parse_series(read_input(path), "<stdin>" if path == "-" else path, allow_cover):
             series.append(dataclasses.replace(patch, number=len(series) + 1))
     if len(series) > MAX_PATCHES:
         raise MailError(f"more than {MAX_PATCHES} patches")
@@ -145,7 +146,7 @@ def split_mbox(data: bytes) -> list:
     return out
 
 
-def parse_series(data: bytes, source: str) -> list:
+def parse_series(data: bytes, source: str, allow_cover: bool = False) -> list:
     """The patches of one input (one patch, an mbox of a series, or a bare diff)."""
     if b"\0" in data:
         raise MailError(f"{source}: binary input (contains NUL bytes)")
@@ -158,7 +159,7 @@ def parse_series(data: bytes, source: str) -> list:
         patch = _parse_message(raw, what, len(patches) + 1)
         if patch is not None:
             patches.append(patch)
-    if not patches:
+    if not patches and not allow_cover:
         raise MailError(f"{source}: no patch found")
     return patches
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import kversion
-from wqlint.finding import Finding, InputError, Report
+from wqlint.finding import Finding, InputError, Report, stable_fingerprints
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
@@ -88,6 +88,8 @@ class Review:
     kernel_version: tuple = (0, 0, 0)
     kernel_version_source: str = ""
     root: str = ""
+    fingerprints: dict = field(default_factory=dict)  # id(Finding) -> stable_fingerprints()
+    already_reported: list = field(default_factory=list)  # of Comment, left out (--reported)
 
     def exit_code(self) -> int:
         if self.errors:
@@ -103,6 +105,16 @@ class Review:
         return Report(root=self.root, findings=self.findings(), errors=list(self.errors),
                       notes=list(self.notes), kernel_version=self.kernel_version,
                       kernel_version_source=self.kernel_version_source)
+
+    def fingerprint(self, finding) -> str:
+        return self.fingerprints[id(finding)]
+
+    def patch_of(self, finding):
+        """The patch that introduces finding, or None."""
+        for c in self.comments:
+            if c.finding is finding:
+                return self.patches[c.origin.patch - 1]
+        return None
 
     def hunk_of(self, origin: Origin):
         patch = self.patches[origin.patch - 1]
@@ -168,6 +180,14 @@ class _Tree:
         return got
 
     def apply(self, patch) -> None:
+        # git copies a file as it was before the patch, although the patch may also edit it
+        # (a function moved out of a file into a new one: the edit, then the copy).
+        before = {}
+        for fdiff in patch.files:
+            if fdiff.copy and fdiff.old_path not in before:
+                src = self.get(fdiff.old_path, patch)
+                before[fdiff.old_path] = _File([_Line(ln.text, ln.base, ln.origin) for ln in src.lines], src.exists,
+                                               src.eol, src.sparse, src.next_base, dict(src.base_text))
         for fi, fdiff in enumerate(patch.files):
             if fdiff.binary:
                 raise ReviewError(f"{patch.name}: {fdiff.path}: binary patches are not supported")
@@ -179,7 +199,8 @@ class _Tree:
                     state.base_exists = False
                 state.lines, state.exists, state.sparse, state.eol = [], True, False, True
             else:
-                state = self.get(fdiff.old_path, patch)
+                state = before.get(fdiff.old_path) if fdiff.copy else None
+                state = state or self.get(fdiff.old_path, patch)
                 if not state.exists:
                     raise ReviewError(f"{patch.name}: {fdiff.old_path}: no such file in the tree")
                 if fdiff.copy:  # the copy starts as the source's lines; the source stays
@@ -406,8 +427,10 @@ def git_series(tree: str, revs: str) -> tuple:
 
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
            kernel_version: Optional[tuple] = None, ncpus: int = 96, max_cpus: int = 512,
-           show_all: bool = False, base_reader=None, kernel_tree=None, cache: bool = False) -> Review:
-    """cache: use (and update) the index of the tree kept between runs (wqlint.scan.store)."""
+           show_all: bool = False, base_reader=None, kernel_tree=None, cache: bool = False,
+           reported: frozenset = frozenset()) -> Review:
+    """cache: use (and update) the index of the tree kept between runs (wqlint.scan.store).
+    reported: fingerprints a bot has already commented on; such findings are not comments."""
     opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus,
                 kernel_tree=kernel_tree)
     treepath = Path(os.path.abspath(tree)) if tree else None
@@ -496,12 +519,9 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         return f.identity(moved.get(f.path, f.path))
     queues_before = _queues(before_engine, moved)
     queues_after = _queues(after_engine, {})
-    previous = Counter(before_key(f) for f in before.findings)
-    still: Counter[tuple] = Counter()
+    same = _pair(before.findings, after.findings, before_key)
     for f in after.findings:
-        fp = f.identity()
-        if still[fp] < previous[fp]:
-            still[fp] += 1
+        if id(f) in same:
             if show_all:
                 result.preexisting.append(f)
             continue
@@ -511,19 +531,63 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
             result.comments.append(Comment(f, *anchor, what=what))
         elif show_all:
             result.unanchored.append(f)
-    remaining = Counter(f.identity() for f in after.findings)
+    kept = {id(b) for b in same.values()}
     # A finding replaced by another about the same argument of the same queue (the patch
     # dropped WQ_UNBOUND: the unbound CPU-count finding becomes the per-CPU one) is not fixed.
     replaced = {(c.finding.path, c.finding.function, c.finding.queue, c.finding.role)
                 for c in result.comments}
     for f in before.findings:
-        fp = before_key(f)
-        if remaining[fp] > 0:
-            remaining[fp] -= 1
-        elif fp[1:] not in replaced:
+        if id(f) not in kept and before_key(f)[1:] not in replaced:
             result.fixed.append(f)
+    result.fingerprints = stable_fingerprints(after.findings)
+    result.fingerprints.update(stable_fingerprints(result.fixed, moved))
+    if reported:
+        kept_comments = [c for c in result.comments if result.fingerprints[id(c.finding)] not in reported]
+        result.already_reported = [c for c in result.comments if c not in kept_comments]
+        result.comments = kept_comments
+        if result.already_reported:
+            n = len(result.already_reported)
+            result.notes.append(f"{n} introduced finding{'s' if n != 1 else ''} already reported "
+                                f"(their fingerprints are in the --reported file): not printed again")
     result.comments.sort(key=lambda c: (c.origin.patch, c.path, c.line, c.finding.sort_key()))
     return result
+
+
+def _pair(before: list, after: list, before_key) -> dict:
+    """id(after finding) -> the finding before the series it is the same as.
+
+    Same identity first (rule, path, function, queue name, argument). Then, among what is
+    left, the same call under a new queue name (same rule, path, function and argument, one
+    on each side), and the same call moved into another function or file (same rule,
+    argument, queue name and message, one on each side): a renamed queue or a moved function
+    is neither fixed nor introduced.
+    """
+    out: dict = {}
+    waiting: dict = {}
+    for b in before:
+        waiting.setdefault(before_key(b), []).append(b)
+    left = []
+    for f in after:
+        got = waiting.get(f.identity())
+        if got:
+            out[id(f)] = got.pop(0)
+        else:
+            left.append(f)
+    gone = [b for bs in waiting.values() for b in bs]
+    for key in (lambda f, path: (f.rule_id, f.role, path, f.function),
+                lambda f, path: (f.rule_id, f.role, f.queue, f.message) if f.queue else None):
+        olds: dict = {}
+        for b in gone:
+            olds.setdefault(key(b, before_key(b)[1]), []).append(b)
+        news: dict = {}
+        for f in left:
+            news.setdefault(key(f, f.path), []).append(f)
+        for k, fs in news.items():
+            if k is not None and len(fs) == 1 and len(olds.get(k, ())) == 1:
+                out[id(fs[0])] = olds[k][0]
+                gone.remove(olds[k][0])
+                left.remove(fs[0])
+    return out
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,16 @@ from __future__ import annotations
 import json
 
 from wqlint import kversion
+from wqlint.finding import stable_fingerprints
 
 
 def format(report, catalogue) -> str:
+    stable = stable_fingerprints(report.findings)
     doc = {
         "root": report.root,
         "kernel_version": kversion.show(report.kernel_version),
         "kernel_version_source": report.kernel_version_source,
-        "findings": [f.to_dict() for f in report.findings],
+        "findings": [{**f.to_dict(), "stable_fingerprint": stable[id(f)]} for f in report.findings],
         "errors": [{"path": e.path, "problem": e.problem} for e in report.errors],
     }
     return json.dumps(doc, indent=2) + "\n"

@@ -1,9 +1,14 @@
-"""SARIF 2.1.0: rule metadata from rules.yaml, results with partialFingerprints."""
+"""SARIF 2.1.0: rule metadata from rules.yaml, results with partialFingerprints.
+
+wqlintFingerprint/v2 is Finding.fingerprint() (rule, file, function, queue, argument);
+wqlintStable/v1 is stable_fingerprints(), which also survives a file renamed or a function
+moved within its directory (what a review bot keeps to comment once per finding)."""
 from __future__ import annotations
 
 import json
 
 from wqlint import __version__, kversion
+from wqlint.finding import stable_fingerprints
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "note": "note"}
@@ -45,6 +50,7 @@ def _location(path, line, col=None, end_col=None, message=None) -> dict:
 
 def format(report, catalogue) -> str:
     ids = catalogue.ids()
+    stable = stable_fingerprints(report.findings)
     results = []
     for f in report.findings:
         result = {
@@ -53,7 +59,7 @@ def format(report, catalogue) -> str:
             "level": LEVELS[f.severity],
             "message": {"text": f.message + (f"\nFix: {f.migration}" if f.migration else "")},
             "locations": [_location(f.path, f.line, f.col, f.end_col)],
-            "partialFingerprints": {"wqlintFingerprint/v2": f.fingerprint()},
+            "partialFingerprints": {"wqlintFingerprint/v2": f.fingerprint(), "wqlintStable/v1": stable[id(f)]},
         }
         if f.chain:
             result["codeFlows"] = [{"threadFlows": [{"locations": [

@@ -5,6 +5,12 @@ patchwork's CheckSerializer writes state, target_url, context and description: s
 of pending, success, warning, fail (a bot posts pending itself before the review runs), context
 a slug, target_url a URL or absent. A patch is 'fail' when it introduces an error, 'warning'
 when it introduces anything else, 'success' otherwise.
+
+Each line also names its patch, so a caller need not rely on the order: "msgid" (the
+Message-ID without angle brackets, as patchwork's /api/patches/?msgid= takes it), "subject",
+"patch" (its number in the series) and "fingerprints" (of the findings it introduces, as
+`--reported` reads them). patchwork ignores fields its serializer does not know, so the line
+is still the body to POST.
 """
 from __future__ import annotations
 
@@ -31,7 +37,9 @@ def format(review, catalogue, target_url: str = "") -> str:
     out = []
     for patch in review.patches:
         comments = [c for c in review.comments if c.origin.patch == patch.number]
-        check = {"state": _state(comments), "context": CONTEXT, "description": _description(comments)}
+        check = {"state": _state(comments), "context": CONTEXT, "description": _description(comments),
+                 "msgid": patch.message_id.strip("<>"), "subject": patch.subject, "patch": patch.number,
+                 "fingerprints": [review.fingerprint(c.finding) for c in comments]}
         if target_url:
             check["target_url"] = target_url
         out.append(json.dumps(check, sort_keys=True))

@@ -1,5 +1,11 @@
-"""SARIF 2.1.0, as `wqlint scan` writes it (formatters/sarif.py), for the reported findings;
-an introduced finding blamed on another line has that line as a related location."""
+"""SARIF 2.1.0, as `wqlint scan` writes it (formatters/sarif.py), for the reported findings.
+
+Each result also says what the review knows of it: baselineState 'new' (introduced, or new
+elsewhere) or 'unchanged' (there before the series, with --all); partialFingerprints 'wqlintStable/v1'
+as the review numbers it (the same as `scan` gives the tree after the series); and for an introduced finding, properties.introducedBy: the patch
+(number, subject, Message-ID) and the changed line it is blamed on, which is also a related
+location when it is not the call's line.
+"""
 from __future__ import annotations
 
 import json
@@ -16,10 +22,19 @@ def format(review, catalogue) -> str:
         del run["originalUriBaseIds"]
         for result in run["results"]:
             _drop_base(result)
-    blamed = {c.finding.fingerprint(): c for c in review.comments if not c.at_call}
-    for result in run["results"]:
-        c = blamed.get(result["partialFingerprints"]["wqlintFingerprint/v2"])
-        if c is not None:
+    blamed = {id(c.finding): c for c in review.comments}
+    preexisting = {id(f) for f in review.preexisting}
+    for result, f in zip(run["results"], review.findings()):  # (the same order)
+        result["partialFingerprints"]["wqlintStable/v1"] = review.fingerprint(f)
+        result["baselineState"] = "unchanged" if id(f) in preexisting else "new"
+        c = blamed.get(id(f))
+        if c is None:
+            continue
+        patch = review.patches[c.origin.patch - 1]
+        result.setdefault("properties", {})["introducedBy"] = {
+            "patch": patch.number, "subject": patch.subject, "messageId": patch.message_id,
+            "path": c.path, "line": c.line, **({"what": sentence(c.what)} if c.what else {})}
+        if not c.at_call:
             result["relatedLocations"] = [{"id": 1, "physicalLocation": {
                 "artifactLocation": {"uri": scan_sarif.uri(c.path),
                                      **({"uriBaseId": "SRCROOT"} if review.tree else {})},

@@ -1,0 +1,45 @@
+"""The series behind b4 review's series check.
+
+b4 0.16 gives a series check command the cover letter on stdin, and, when the series is
+checked out for review (branch b4/review/<change-id>, its last commit b4's tracking commit),
+the path of a JSON dump of that tracking data in B4_TRACKING_FILE (b4/review_tui/_common.py):
+series.first-patch-commit is the series' first commit on that branch, series.change-id names
+the branch. The series is then the commits first-patch-commit..b4/review/<change-id>~1 of the
+checkout, reviewed as `review --git` reviews a range. The file is data from b4: bounded,
+parsed as JSON, its values checked before they reach git.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from wqlint.review import ReviewError, git_series
+
+MAX_TRACKING_BYTES = 16 * 1024 * 1024
+BRANCH_PREFIX = "b4/review/"  # b4.review._review.REVIEW_BRANCH_PREFIX
+
+
+class NotTracked(Exception):
+    """No tracking data: the cover letter alone does not say which patches to review."""
+
+
+def tracked_series(tree: str, tracking_path) -> tuple:
+    """(patches, base reader) of the series b4 tracks, from the B4_TRACKING_FILE given."""
+    from wqlint import safeio
+
+    if not tracking_path:
+        raise NotTracked("the cover letter alone: b4 names the series' commits (B4_TRACKING_FILE) "
+                         "only for a series checked out for review")
+    try:
+        data = json.loads(safeio.read_bytes(tracking_path, MAX_TRACKING_BYTES).decode("utf-8"))
+        series = data["series"]
+        first, change_id = series["first-patch-commit"], series["change-id"]
+    except (safeio.InputRefused, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: not b4's tracking data "
+                          f"({type(exc).__name__}: {exc})") from None
+    if not isinstance(first, str) or not re.fullmatch(r"[0-9a-f]{7,64}", first):
+        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: first-patch-commit {first!r} is not a commit id")
+    if not isinstance(change_id, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", change_id) \
+            or ".." in change_id:
+        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: change-id {change_id!r} cannot name a branch")
+    return git_series(tree, f"{first}~1..{BRANCH_PREFIX}{change_id}~1")
