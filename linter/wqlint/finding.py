@@ -168,16 +168,16 @@ def stable_fingerprints(findings: list, moved: dict | None = None) -> dict:
         path = moved.get(f.path, f.path)
         queue = f.queue
         plain = re.sub(r"[^A-Za-z0-9_]", "", re.sub(r"%[-+ #0-9.*]*[a-zA-Z]+", "", queue))
-        key = (f.rule_id, f.role, path.rsplit("/", 1)[0] if "/" in path else "", queue)
+        key: tuple = (f.rule_id, f.role, path.rsplit("/", 1)[0] if "/" in path else "", queue)
         if not queue.startswith('"') or len(plain) < 3:
             key += (f.function,)
         keys[id(f)] = key
     seen: Counter = Counter()
     out = {}
     for f in sorted(findings, key=lambda f: (moved.get(f.path, f.path), f.line, f.col, f.rule_id)):
-        key = keys[id(f)] + (str(seen[keys[id(f)]]),)
+        numbered_key = keys[id(f)] + (str(seen[keys[id(f)]]),)
         seen[keys[id(f)]] += 1
-        digest = hashlib.sha256("\0".join(("wqlint-stable/1",) + key).encode("utf-8", "surrogateescape"))
+        digest = hashlib.sha256("\0".join(("wqlint-stable/1",) + numbered_key).encode("utf-8", "surrogateescape"))
         out[id(f)] = digest.hexdigest()[:32]
     return out
 

@@ -25,7 +25,6 @@ import re
 import subprocess
 import stat
 import tempfile
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,8 +198,7 @@ class _Tree:
                     state.base_exists = False
                 state.lines, state.exists, state.sparse, state.eol = [], True, False, True
             else:
-                state = before.get(fdiff.old_path) if fdiff.copy else None
-                state = state or self.get(fdiff.old_path, patch)
+                state = (before.get(fdiff.old_path) if fdiff.copy else None) or self.get(fdiff.old_path, patch)
                 if not state.exists:
                     raise ReviewError(f"{patch.name}: {fdiff.old_path}: no such file in the tree")
                 if fdiff.copy:  # the copy starts as the source's lines; the source stays

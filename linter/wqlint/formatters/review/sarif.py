@@ -1,10 +1,11 @@
 """SARIF 2.1.0, as `wqlint scan` writes it (formatters/sarif.py), for the reported findings.
 
-Each result also says what the review knows of it: baselineState 'new' (introduced, or new
-elsewhere) or 'unchanged' (there before the series, with --all); partialFingerprints 'wqlintStable/v1'
-as the review numbers it (the same as `scan` gives the tree after the series); and for an introduced finding, properties.introducedBy: the patch
-(number, subject, Message-ID) and the changed line it is blamed on, which is also a related
-location when it is not the call's line.
+Each result also says what the review knows of it: baselineState 'new' (introduced, or
+new elsewhere) or 'unchanged' (there before the series, with --all); partialFingerprints
+'wqlintStable/v1' as the review numbers it (what `scan` gives the tree after the series);
+and for an introduced finding, properties.introducedBy: the patch (number, subject,
+Message-ID) and the changed line it is blamed on, which is also a related location when it
+is not the call's line.
 """
 from __future__ import annotations
 
