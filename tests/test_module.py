@@ -164,3 +164,53 @@ def test_compat_configure_run_decides_nothing_more(tmp_path):
          "under the #else of '#ifdef HAVE_SYSTEM_PERCPU_WQ': HAVE_SYSTEM_PERCPU_WQ is defined nowhere in the "
          "scanned files, the kernel's headers or the Kbuild file (a -D on the compiler's command line "
          "disables this code)"]]
+
+
+# -- sources a module takes from its package through symbolic links ---------------------------
+LINKED_C = ('#include <linux/workqueue.h>\n'
+            'void {name}(void)\n{{\n\twq = alloc_workqueue("{name}", WQ_UNBOUND, num_online_cpus());\n}}\n')
+
+
+def linked_package(base: Path, marker: bool = True) -> Path:
+    """pkg/{dkms.conf, mod/, mod2/, common/, shared/}: mod/ and mod2/ build common/ through a
+    link each, mod/ also shared/extra.c through a file link, and has a link out of the
+    package and one that leads nowhere."""
+    pkg = base / "pkg"
+    for d in ("mod", "mod2", "common", "shared"):
+        (pkg / d).mkdir(parents=True)
+    if marker:
+        (pkg / "dkms.conf").write_text('PACKAGE_NAME="wqpkg"\n')
+    (pkg / "mod" / "Kbuild").write_text("obj-m += wqpkg.o\n")
+    (pkg / "mod" / "main.c").write_text("int wqpkg_main;\n")
+    (pkg / "common" / "wq.c").write_text(LINKED_C.format(name="wqpkg_common"))
+    (pkg / "shared" / "extra.c").write_text(LINKED_C.format(name="wqpkg_extra"))
+    (base / "elsewhere").mkdir()
+    (base / "elsewhere" / "far.c").write_text(LINKED_C.format(name="wqpkg_far"))
+    (pkg / "mod" / "common").symlink_to("../common")
+    (pkg / "mod2" / "common").symlink_to("../common")
+    (pkg / "mod" / "extra.c").symlink_to("../shared/extra.c")
+    (pkg / "mod" / "far").symlink_to("../../elsewhere")
+    (pkg / "mod" / "gone.c").symlink_to("../nothing.c")
+    return pkg
+
+
+def test_linked_sources_inside_the_package_are_scanned_once(tmp_path):
+    pkg = linked_package(tmp_path)
+    doc, result = scan_json("--kernel-version", "7.3", "--no-cache", pkg / "mod")
+    assert doc["root"] == str(pkg)  # the findings are where the files lie
+    assert [(f["path"], f["line"]) for f in doc["findings"]] == [("common/wq.c", 4), ("shared/extra.c", 4)]
+    assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf or .git, "\
+           f"else the one scanned): {pkg}/mod/far -> ../../elsewhere, " \
+           f"{pkg}/mod/gone.c -> ../nothing.c (leads nowhere)" in result.stderr
+    # The whole package: each file once, though two module directories link to common/.
+    doc, _ = scan_json("--kernel-version", "7.3", "--no-cache", pkg)
+    assert [(f["path"], f["line"]) for f in doc["findings"]] == [("common/wq.c", 4), ("shared/extra.c", 4)]
+
+
+def test_without_a_package_links_out_of_the_directory_are_said(tmp_path):
+    pkg = linked_package(tmp_path, marker=False)
+    doc, result = scan_json("--kernel-version", "7.3", "--no-cache", pkg / "mod")
+    assert doc["findings"] == []
+    assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf or .git, else the one scanned): " \
+           f"{pkg}/mod/common -> ../common, {pkg}/mod/far -> ../../elsewhere, {pkg}/mod/extra.c -> " \
+           "../shared/extra.c and 1 more" in result.stderr

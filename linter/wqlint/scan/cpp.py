@@ -380,6 +380,7 @@ class Decider:
         self._defined: dict = {}
         self._build_flags: dict = {}
         self._templates: Optional[list] = None
+        self.build_dirs: list = []  # the module directories given (rel to the root): their Kbuild too
 
     def state(self, src, line: int) -> tuple:
         """(dead, [(Cond, truth, nowhere names, words)]) for line: dead when a condition is
@@ -563,7 +564,7 @@ class Decider:
 
     def _passed_by_build(self, name: str, rel: str) -> bool:
         """Does a Kbuild file or Makefile of the module (its top, or rel's directory) pass -Dname?"""
-        dirs = {""}
+        dirs = {"", *self.build_dirs}
         if "/" in rel and not rel.startswith("<"):
             dirs.add(rel.rsplit("/", 1)[0])
         for d in dirs:

@@ -81,6 +81,56 @@ def find_root(paths: list) -> Path:
     return root
 
 
+PACKAGE_MARKERS = ("dkms.conf", ".git")
+MAX_LINKS = 1000  # symbolic links looked at under the given directories
+
+
+def package_of(path: Path) -> Path:
+    """The package a module's directory belongs to: the nearest directory at or above it
+    holding dkms.conf (a DKMS source package) or .git; else the directory itself."""
+    for cand in [path, *path.parents]:
+        if any((cand / m).exists() for m in PACKAGE_MARKERS):
+            return cand
+    return path
+
+
+def followed_links(paths: list) -> tuple:
+    """([real paths to scan as well], ['link -> target' not followed]) for the directories
+    among paths outside any kernel tree: a symbolic link under one (to a directory, or to a
+    .c or .h file) leading elsewhere in its package adds what it leads to; one leading out
+    of the package, or nowhere, is listed. Links within what is scanned need nothing (the
+    file is scanned where it lies, once)."""
+    added: list[Path] = []
+    unfollowed: list[str] = []
+    queue = [Path(os.path.abspath(p)) for p in paths if Path(p).is_dir() and kernel_tree_of(Path(p)) is None]
+    covered = [Path(os.path.realpath(p)) for p in queue]
+    seen = 0
+    while queue and seen < MAX_LINKS:
+        top = queue.pop(0)
+        package = Path(os.path.realpath(package_of(top)))
+        for dirpath, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in dirs + sorted(f for f in files if f.endswith((".c", ".h"))):
+                link = Path(dirpath, name)
+                if not link.is_symlink():
+                    continue
+                seen += 1
+                real = Path(os.path.realpath(link))
+                if any(real == c or c in real.parents for c in covered):
+                    continue
+                shown = f"{link} -> {os.readlink(link)}"
+                if not real.exists():
+                    unfollowed.append(shown + " (leads nowhere)")
+                elif package not in real.parents:
+                    unfollowed.append(shown)
+                else:
+                    covered.append(real)
+                    added.append(real)
+                    if real.is_dir():
+                        queue.append(real)  # its own links, in turn
+    return added, unfollowed
+
+
 def _common_parts(paths):
     parts = list(paths[0].parts)
     for p in paths[1:]:
@@ -117,7 +167,16 @@ class Engine:
         for p in self.paths:
             if not p.exists() and not p.is_symlink():
                 raise UsageError(f"{p}: no such file or directory")
+        # A module's directory may take sources from elsewhere in its package through links
+        # (Kbuild builds what they lead to): those are scanned, each file once, where they lie.
+        self.given = list(self.paths)
+        linked, unfollowed = followed_links(self.paths)
+        self.paths += linked
         self.root = find_root(self.paths)
+        if unfollowed:
+            more = f" and {len(unfollowed) - 3} more" if len(unfollowed) > 3 else ""
+            self.notes.append("symbolic links not followed (they lead outside the package: the directory "
+                              "holding dkms.conf or .git, else the one scanned): " + ", ".join(unfollowed[:3]) + more)
         self.targets = []
         for p in self.paths:
             try:
@@ -181,6 +240,8 @@ class Engine:
                                files=files, store=store)
         self.resolver = Resolver(self.index)
         self.cpp = self.resolver.cpp = Decider(self.index, self.version)
+        self.cpp.build_dirs = [rel for rel in (relpath(Path(os.path.abspath(p)), self.root) for p in self.given
+                                               if p.is_dir()) if rel not in ("", ".")]
         self.ncpus, self.max_cpus = ncpus, max_cpus
         self._parse_errors: dict = {}
         self._site_memo: dict = {}
