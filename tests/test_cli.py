@@ -138,14 +138,14 @@ def test_files_the_search_cannot_read_are_reported(tmp_path, monkeypatch):
     from wqlint.scan import index
     if not index.shutil.which("rg"):
         pytest.skip("ripgrep not installed")
-    real = index.subprocess.run
+    real = index.tools.run
 
     def search_with_an_unreadable_file(args, **kw):
         proc = real(args, **kw)
         if str(args[0]).endswith("rg"):
             proc.stderr += b"rg: ./secret.c: Permission denied (os error 13)\n"
         return proc
-    monkeypatch.setattr(index.subprocess, "run", search_with_an_unreadable_file)
+    monkeypatch.setattr(index.tools, "run", search_with_an_unreadable_file)
     (tmp_path / "good.c").write_text(
         'void g(void) { wq = alloc_workqueue("b", WQ_UNBOUND, num_online_cpus()); }\n')
     result = run("scan", tmp_path)

@@ -18,11 +18,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from wqlint import api
+from wqlint import api, tools
 from wqlint.finding import Finding, InputError, Step, numbered
 from wqlint.project_files import locate
 
@@ -36,6 +35,7 @@ TRIGGERS = tuple(n.encode() for n in _WRITTEN if not any(o != n and o in n for o
 SOURCE_SUFFIXES = (".c", ".h")
 SKIP_DIRS = {".git", ".hg", ".svn", ".pc"}
 PER_FILE_TIMEOUT = 200  # seconds, as the kernel's own .cocciconfig asks
+SPATCH_TIMEOUT = 6 * 3600  # one rule over a whole tree
 _REPORT_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+)-(?P<end>\d+): (?P<msg>.*)$")
 _OPTIONS_RE = re.compile(r"^//\s*Options:(.*)$", re.M)
 
@@ -152,12 +152,15 @@ def _rel(root: Path, path: Path) -> str:
 
 
 def parse_report(text: str) -> list:
-    """Report lines -> [(path, line, col0, end0, message)]; other lines are ignored."""
+    """Report lines -> [(path, line, col0, end0, message)]; any other line than an empty one
+    is ValueError (what was printed): spatch's answer is not the one asked for."""
     out = []
     for raw in text.splitlines():
         m = _REPORT_RE.match(raw)
         if m:
             out.append((m["path"], int(m["line"]), int(m["col"]), int(m["end"]), m["msg"]))
+        elif raw.strip():
+            raise ValueError(f"a line that is not a report: {raw[:80]!r}")
     return out
 
 
@@ -186,10 +189,12 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
     """Run every semantic patch in report mode over targets (files or directories, absolute
     or relative to root). Returns (findings sorted by place, input errors).
 
-    spatch runs with root as its working directory, so paths are relative to root and the
-    rules find the tree's include/linux/workqueue.h (for WQ_PERCPU) from there. For a module
-    outside a kernel tree, headers is the top of the kernel it builds for: spatch runs there,
-    as `make coccicheck M=` does, and the files are named by absolute paths.
+    The rules find the tree's include/linux/workqueue.h (for WQ_PERCPU) from each file
+    upwards, then from the working directory. For a module outside a kernel tree, headers is
+    the top of the kernel it builds for, which `make coccicheck M=` runs spatch in. spatch
+    runs in a directory of wqlint's own that shows only include/ and Makefile of that top
+    (or of root): a tree's .cocciconfig (spatch reads the one of its working directory)
+    could give spatch any option, --python among them. The files are named by absolute paths.
     """
     root = Path(root).absolute()
     jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)  # 0 or None: every core
@@ -217,32 +222,38 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
             aliases[str(link)] = rel
             given.append(str(link))
         groups = Path(tmp) / "files"
-        named = [g if g in aliases or headers is None else str(root / g) for g in given]
+        named = [g if g in aliases else str(root / g) for g in given]
         groups.write_text("\n\n".join(named) + "\n", encoding="utf-8")
+        top = Path(tmp) / "top"
+        top.mkdir()
+        for name in ("include", "Makefile"):
+            if os.path.lexists(Path(headers or root) / name):
+                os.symlink(Path(headers or root).absolute() / name, top / name)
         for rule_id, cocci in patches.items():
             rule = catalogue[rule_id]
             cmd = spatch_command(cocci, "report", jobs, files_given=True)
             cmd += ["--tmp-dir", str(Path(tmp) / "par"), "--file-groups", str(groups)]
-            proc = subprocess.run(cmd, cwd=headers or root, capture_output=True, text=True,
-                                  errors="replace", env=_env())
+            try:
+                proc = tools.run(cmd, cwd=top, text=True, env={"LC_ALL": "C.UTF-8"},
+                                 timeout=SPATCH_TIMEOUT, what="spatch")
+            except tools.ToolError as exc:
+                errors.append(InputError(cocci.name, str(exc)))
+                continue
             if proc.returncode != 0:
                 tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
                 errors.append(InputError(cocci.name, f"spatch failed (exit {proc.returncode}): {tail}"))
                 continue
-            for path, line, col0, end0, msg in parse_report(proc.stdout):
+            try:
+                report = parse_report(proc.stdout)
+            except ValueError as exc:
+                errors.append(InputError(cocci.name, f"spatch printed {exc}"))
+                continue
+            for path, line, col0, end0, msg in report:
                 if msg != rule.message:
                     errors.append(InputError(cocci.name, f"unexpected report text: {msg!r}"))
                     continue
-                if path in aliases:
-                    path = aliases[path]
-                elif headers is not None:
-                    path = _rel(root, Path(path))
+                path = aliases[path] if path in aliases else _rel(root, Path(path))
                 f = _finding(root, rule, path, line, col0, end0)
                 findings.setdefault((f.rule_id, f.path, f.line, f.col), f)
     return numbered(list(findings.values())), errors
 
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env.setdefault("LC_ALL", "C.UTF-8")
-    return env

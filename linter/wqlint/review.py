@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -403,16 +402,25 @@ def git_series(tree: str, revs: str) -> tuple:
     if not base or base.startswith("-") or any(c.isspace() for c in rng):
         raise ReviewError(f"--git {revs}: want BASE..HEAD")
 
-    def git(*args) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", tree, *args], capture_output=True)
-    proc = git("format-patch", "--stdout", "-M", "--no-binary", rng)
+    from wqlint import tools
+
+    def git(*args):
+        try:
+            return tools.git(tree, *args)
+        except tools.ToolError as exc:
+            raise ReviewError(f"--git {revs}: {exc}") from None
+    # The diff as wqlint reads it, whatever the repository's configuration says of prefixes,
+    # colours, a relative root, external diff or textconv drivers.
+    proc = git("format-patch", "--stdout", "-M", "--no-binary", "--no-color", "--no-ext-diff",
+               "--no-textconv", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--no-signature",
+               rng)
     if proc.returncode != 0:
         raise ReviewError(f"--git {revs}: " + proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
                           if proc.stderr.strip() else f"--git {revs}: git format-patch failed")
     patches = mail.parse_series(proc.stdout, f"git {rng}") if proc.stdout.strip() else []
 
     def reader(path, patch):
-        shown = git("show", f"{base}:{path}")
+        shown = git("cat-file", "blob", f"{base}:{path}")  # the blob as stored: no textconv, no filter
         if shown.returncode != 0:
             return None  # not in BASE: the series creates it
         try:

@@ -2,12 +2,12 @@
 work the user has not committed (in a git tree) unless forced."""
 from __future__ import annotations
 
-import os
 import hashlib
-import subprocess
+import os
+import re
 from pathlib import Path
 
-from wqlint import safeio
+from wqlint import safeio, tools
 from wqlint.scan.source import MAX_FILE_BYTES
 
 
@@ -32,39 +32,72 @@ def _git_top(root: Path):
     if marker is None:
         return None, None
     try:
-        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, errors="replace", timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        top = tools.git(root, "rev-parse", "--show-toplevel", timeout=60)
+    except tools.ToolError as exc:
         return None, f"git cannot be run ({exc})"
     if top.returncode != 0:
-        lines = top.stderr.strip().splitlines()
-        return None, lines[0] if lines else f"git rev-parse failed ({top.returncode})"
-    return Path(top.stdout.strip()), None
+        return None, tools.last_line(top, first=True)
+    return Path(os.fsdecode(top.stdout.rstrip(b"\n"))), None
 
 
 def uncommitted(root: Path, paths: list) -> list:
-    """Those of paths (relative) with uncommitted changes, when root is in a git work tree.
-    ApplyError when it is one but git cannot tell (it refuses the repository as of dubious
-    ownership, for one): the protection must not silently go away."""
+    """Those of paths (relative) with uncommitted changes, when root is in a git work tree:
+    the file's bytes are not those of its blob at HEAD (changed, staged, or not in HEAD).
+    ApplyError when it is a work tree but git cannot tell (it refuses the repository as of
+    dubious ownership, for one): the protection must not silently go away.
+
+    git is asked only for HEAD's blob ids (ls-tree), and the files are hashed here: a
+    `git status` would run the repository's core.fsmonitor and its filters' clean commands,
+    which the tree configures. (So a file a filter converts counts as changed: --force.)"""
     top_dir, problem = _git_top(root)
     if problem is not None:
         raise ApplyError(f"{root}: in a git work tree, but git cannot tell which files have "
                          f"uncommitted changes: {problem}; use --force to write anyway")
-    if top_dir is None:
+    if top_dir is None or not paths:
         return []
-    try:
-        got = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "-z", "--", *paths],
-                             capture_output=True, text=True, errors="surrogateescape", timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ApplyError(f"{root}: git status failed: {exc}; use --force to write anyway") from None
+    real_top = os.path.realpath(top_dir)
+    names = {p: os.path.relpath(os.path.realpath(root / p), real_top).replace(os.sep, "/") for p in paths}
+    head = _head_blobs(top_dir, sorted({n for n in names.values() if not n.startswith("../")}))
+    dirty = []
+    for p, name in names.items():
+        blob = head.get(name)
+        if blob is None:
+            dirty.append(p)
+            continue
+        try:
+            data = safeio.read_bytes(root / p, MAX_FILE_BYTES, root)
+        except safeio.InputRefused as exc:
+            raise ApplyError(f"{p}: cannot read: {exc}") from None
+        digest = hashlib.new("sha1" if len(blob) == 40 else "sha256", b"blob %d\0" % len(data) + data)
+        if digest.hexdigest() != blob:
+            dirty.append(p)
+    return dirty
+
+
+def _head_blobs(top: Path, names: list) -> dict:
+    """{path relative to top: blob id at HEAD} for those of names that are regular files
+    there; {} when there is no HEAD yet."""
+    def git(*args):
+        try:
+            got = tools.git(top, "--literal-pathspecs", *args, timeout=300)
+        except tools.ToolError as exc:
+            raise ApplyError(f"{top}: {exc}; use --force to write anyway") from None
+        return got
+    if not names or git("rev-parse", "-q", "--verify", "HEAD^{commit}").returncode != 0:
+        return {}
+    got = git("ls-tree", "-z", "--full-tree", "HEAD", "--", *names)
     if got.returncode != 0:
-        first = (got.stderr.strip().splitlines() or [f"exit {got.returncode}"])[0]
-        raise ApplyError(f"{root}: git status failed: {first}; use --force to write anyway")
-    dirty = set()
-    for entry in got.stdout.split("\0"):
-        if len(entry) > 3:
-            dirty.add(os.path.relpath(top_dir / entry[3:], os.path.realpath(root)).replace(os.sep, "/"))
-    return [p for p in paths if p in dirty]
+        raise ApplyError(f"{top}: git ls-tree failed: {tools.last_line(got)}; use --force to write anyway")
+    blobs = {}
+    for entry in got.stdout.split(b"\0"):
+        if not entry:
+            continue
+        m = re.fullmatch(rb"(\d{6}) (\w+) ([0-9a-f]{40}|[0-9a-f]{64})\t(.+)", entry, re.S)
+        if m is None:
+            raise ApplyError(f"{top}: git ls-tree printed {entry[:80]!r}, not an entry; use --force to write anyway")
+        if m.group(2) == b"blob" and m.group(1) in (b"100644", b"100755"):
+            blobs[os.fsdecode(m.group(4))] = m.group(3).decode()
+    return blobs
 
 
 def _digest(data: bytes) -> str:

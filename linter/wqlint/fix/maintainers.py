@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -246,14 +245,13 @@ def cc_list(root: Path, files: list) -> list:
     if not looks_like_kernel_top(root):
         cmd.append("--no-tree")
     cmd += ["-f", *files]
-    env = dict(os.environ, PERL_HASH_SEED="0", PERL_PERTURB_KEYS="0", LC_ALL="C")
+    from wqlint import tools
+
     try:
-        proc = subprocess.run(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise SeriesError(f"{root / GET_MAINTAINER}: no answer in {TIMEOUT} s") from None
-    except OSError as exc:
-        raise SeriesError(f"{root / GET_MAINTAINER}: cannot run: {exc.strerror or exc}") from None
+        proc = tools.run(cmd, cwd=root, env=dict(PERL_HASH_SEED="0", PERL_PERTURB_KEYS="0"),
+                         timeout=TIMEOUT, what=str(root / GET_MAINTAINER))
+    except tools.ToolError as exc:
+        raise SeriesError(str(exc)) from None
     out = proc.stdout.decode("utf-8", errors="replace")
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()

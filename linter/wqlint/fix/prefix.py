@@ -33,7 +33,6 @@ applied to the directory they share.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Optional
@@ -136,10 +135,11 @@ def common_prefix(prefixes: list, paths: list) -> str:
 
 
 def _git_toplevel(root: Path) -> Optional[Path]:
+    from wqlint import tools
+
     try:
-        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
-                              capture_output=True, timeout=GIT_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = tools.git(root, "rev-parse", "--show-toplevel", timeout=GIT_TIMEOUT)
+    except tools.ToolError:
         return None
     if proc.returncode != 0:
         return None
@@ -156,12 +156,12 @@ def history_prefix(root: Path, paths: list) -> Optional[str]:
     top = _git_toplevel(root)
     if top is None or top.resolve() != root.resolve():
         return None
+    from wqlint import tools
+
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "log", "--no-merges", f"-n{GIT_LOG_LIMIT}",
-             "--format=%s", "--", *paths],
-            capture_output=True, timeout=GIT_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = tools.git(root, "--literal-pathspecs", "log", "--no-merges", f"-n{GIT_LOG_LIMIT}",
+                         "--format=%s", "--", *paths, timeout=GIT_TIMEOUT)
+    except tools.ToolError:
         return None
     if proc.returncode != 0:
         return None

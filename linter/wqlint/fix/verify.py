@@ -15,7 +15,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -51,10 +50,13 @@ class Verified:
 
 
 def _run(cmd, cwd=None, what="", timeout=TIMEOUT):
+    """cmd's exit status and output as text (see wqlint.tools)."""
+    from wqlint import tools
+
     try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace", timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise VerifyError(f"{what or cmd[0]}: {exc}") from None
+        return tools.run(cmd, cwd=cwd, timeout=timeout, what=what or None, text=True)
+    except tools.ToolError as exc:
+        raise VerifyError(str(exc)) from None
 
 
 def scratch_copy(root: Path, dest: Path) -> Path:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Iterator, Optional
 
+from wqlint import tools
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, read_source, relpath
@@ -31,6 +31,8 @@ _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # pass 1 s on 6.12, in four passes of 16 2.3 s). The answer is the same whatever was
 # searched with it, which lets the index kept between runs (store.py) update it file by file.
 SEARCH_CHUNK = 64
+# A search of the whole tree takes seconds; one that takes this long is stuck (a FIFO).
+SEARCH_TIMEOUT = 900
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
@@ -471,18 +473,22 @@ class TreeIndex:
         args = ["grep", recurse + "nFHZ", "--include=*.c", "--include=*.h"]
         for t in tokens:
             args += ["-e", t]
-        env = dict(os.environ, LC_ALL="C")
         n = min(self.jobs * 3, len(units))
         groups = [units[i::n] for i in range(n)]
 
         def run(group):
-            proc = subprocess.run(args + ["--"] + group, capture_output=True, env=env)
-            return proc
+            try:
+                return tools.run(args + ["--"] + group, timeout=SEARCH_TIMEOUT)
+            except tools.ToolError as exc:
+                return exc
 
         out = []
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(self.jobs) as pool:
             for proc in pool.map(run, groups):
+                if isinstance(proc, tools.ToolError):
+                    self._search_failed(root, str(proc))
+                    continue
                 for errline in proc.stderr.splitlines():
                     if errline.startswith(b"grep: ") and errline.endswith(b": binary file matches"):
                         rel = relpath(Path(os.fsdecode(errline[6:-21])), root)
@@ -490,9 +496,18 @@ class TreeIndex:
                             self.bad.setdefault(rel, "binary file (contains NUL bytes)")
                     elif proc.returncode > 1 and root == self.root:
                         self._grep_error(errline.decode("utf-8", "replace"))
-                for name, num, content in _records(proc.stdout):
-                    out.append((relpath(Path(os.fsdecode(name)), root), num, content))
+                try:
+                    for name, num, content in _records(proc.stdout):
+                        out.append((relpath(Path(os.fsdecode(name)), root), num, content))
+                except SearchOutputError as exc:
+                    self._search_failed(root, f"grep: {exc}")
         return out
+
+    def _search_failed(self, root: Path, problem: str) -> None:
+        """A search whose answer cannot be used: an error, never 'nothing found'."""
+        err = InputError(str(root), problem)
+        if err not in self.errors:
+            self.errors.append(err)
 
     def _ripgrep(self, rg: str, tokens: list, keep: Optional[str] = None, paths: Optional[list] = None,
                  root: Optional[Path] = None, follow: bool = False):
@@ -500,16 +515,22 @@ class TreeIndex:
         keep, a second ripgrep filters the records: a regex over every line of the tree
         costs twice the literal search, over the lines that hold a token next to nothing."""
         root = root or self.root
-        args = [rg, "-n", "--no-heading", "--null", "--no-ignore", "--binary",
+        args = [rg, "-n", "--with-filename", "--no-heading", "--null", "--no-ignore", "--binary",
                 "--threads", str(self.jobs), "-g", "*.c", "-g", "*.h"] + (["--follow"] if follow else [])
         args += ["-F"]
         for t in tokens:
             args += ["-e", t]
         args += ["--"] + (paths if paths is not None else ["."])
-        env = dict(os.environ, LC_ALL="C")
-        proc = subprocess.run(args, cwd=root, capture_output=True, env=env)
-        if keep:
-            proc.stdout = _kept(rg, proc.stdout, keep, env)
+        try:
+            proc = tools.run(args, cwd=root, timeout=SEARCH_TIMEOUT, what="ripgrep")
+            if keep and proc.returncode in (0, 2):
+                proc.stdout = _kept(rg, proc.stdout, keep)
+        except tools.ToolError as exc:
+            self._search_failed(root, str(exc))
+            return []
+        if proc.returncode not in (0, 1, 2):
+            self._search_failed(root, f"ripgrep failed: {tools.last_line(proc)}")
+            return []
         for errline in proc.stderr.decode("utf-8", "replace").splitlines():
             # "rg: ./x.c: Permission denied (os error 13)": a file or directory that could not
             # be read (ripgrep 13 prints no "rg: " before it)
@@ -520,10 +541,16 @@ class TreeIndex:
                 err = InputError(rel, problem[:1].lower() + problem[1:])
                 if all(e.path != err.path for e in self.errors):
                     self.errors.append(err)
+            elif not m and errline.strip():
+                self._search_failed(root, f"ripgrep: {errline.strip()}")
         out = []
         note = self._binary_note if root == self.root else (lambda line: None)
-        for name, num, content in _records(proc.stdout, note):
-            out.append((_clean(name), num, content))
+        try:
+            for name, num, content in _records(proc.stdout, note):
+                out.append((_clean(name), num, content))
+        except SearchOutputError as exc:
+            self._search_failed(root, f"ripgrep: {exc}")
+            return []
         return out
 
     def _binary_note(self, line: bytes) -> None:
@@ -582,10 +609,16 @@ def covering(tokens: list) -> list:
     return sorted(kept)
 
 
+class SearchOutputError(Exception):
+    """A search printed something that is not a record or a note; str() says what."""
+
+
 def _records(out: bytes, other=lambda line: None):
     """(name, line number, content) of `--null` search output: NAME NUL NUM ':' CONTENT LF.
     A file name may hold a newline, so records are cut at the NULs, not at newlines; a
-    line without a NUL between records (a 'binary file matches' note) goes to other()."""
+    line without a NUL between records (a 'binary file matches' note) goes to other().
+    Anything else is SearchOutputError: output of another shape (colours, JSON, counts, a
+    file list) must not read as "no lines found"."""
     chunks = out.split(b"\0")
     name = chunks[0]
     for chunk in chunks[1:]:
@@ -596,11 +629,14 @@ def _records(out: bytes, other=lambda line: None):
             other(first)
             name = after
         record, _, rest = chunk.partition(b"\n")
-        num, _, content = record.partition(b":")
-        if num.isdigit():
-            yield name, int(num), content
+        num, colon, content = record.partition(b":")
+        if not (num.isdigit() and colon):
+            raise SearchOutputError(f"output not in the form asked for: {(name + b' ' + record)[:80]!r}")
+        yield name, int(num), content
         name = rest
     for line in name.split(b"\n"):
+        if line and not re.match(rb".*: binary file matches", line):
+            raise SearchOutputError(f"output not in the form asked for: {line[:80]!r}")
         other(line)
 
 
@@ -641,15 +677,15 @@ LINE_START = r"^[^\x00]*\x00[0-9]+:"
 _BINARY_NOTE = "binary file matches"
 
 
-def _kept(rg: str, out: bytes, keep: str, env: dict) -> bytes:
+def _kept(rg: str, out: bytes, keep: str) -> bytes:
     """The records of ripgrep's output that match keep, and its notes. Only when every
     record is one line (a file name may hold a newline: then all of them, for Python)."""
     notes = out.count(b": " + _BINARY_NOTE.encode())
     if out.count(b"\n") != out.count(b"\0") + notes:
         return out
     # ASCII \b and \s: several times faster
-    got = subprocess.run([rg, "-a", "--no-line-number", "--no-filename", "-e", "(?-u)" + keep,
-                          "-e", _BINARY_NOTE], input=out, capture_output=True, env=env)
+    got = tools.run([rg, "-a", "--no-line-number", "--no-filename", "-e", "(?-u)" + keep,
+                     "-e", _BINARY_NOTE], input=out, timeout=SEARCH_TIMEOUT, what="ripgrep")
     return got.stdout if got.returncode in (0, 1) else out
 
 

@@ -1,0 +1,132 @@
+"""The one way wqlint runs another program: ripgrep, grep, git, spatch, cpp, sparse, perl (the
+tree's scripts/get_maintainer.pl), and for `bulk --verify` cp, patch and make.
+
+What a tree, its git configuration, the user's configuration of a tool or the environment
+says must not run anything, nor change what a tool prints. So every program runs:
+
+- with an argument list, never through a shell, stdin closed unless wqlint feeds it;
+- in an environment made here, not inherited: PATH (which finds the programs) and TMPDIR,
+  a C locale, HOME=/dev/null (no ~/.gitconfig, ~/.cocciconfig, ~/.get_maintainer.conf...),
+  and nothing else: no GIT_*, RIPGREP_CONFIG_PATH, GREP_OPTIONS, PERL5OPT/PERL5LIB,
+  PYTHONPATH, COMPILER_PATH/GCC_EXEC_PREFIX, LD_PRELOAD, MAKEFLAGS... of the caller;
+- with git's configuration files other than the repository's own turned off
+  (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM) and, at command
+  scope, which beats the repository's .git/config, every setting that would run a
+  command for what wqlint asks git (a hook, core.fsmonitor, a pager, gpg for a signature
+  shown by log, a transport of a lazy fetch, an automatic gc) turned off. This holds for
+  git run by another tool too (spatch's --use-gitgrep, get_maintainer.pl). wqlint itself
+  never asks git to hash or show a work tree file, which is what runs filter and textconv
+  drivers (see wqlint.fix.apply);
+- ripgrep with --no-config;
+- in its own process group, killed whole when it outlives its time limit.
+
+A caller checks that the output has the shape it asked for and treats anything else as an
+error, never as "nothing found".
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+# Settings given to every git at command scope (GIT_CONFIG_COUNT/KEY/VALUE: the same as
+# `git -c`, passed on to the git processes other programs start).
+GIT_SETTINGS = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.attributesFile", "/dev/null"),
+    ("core.untrackedCache", "false"),
+    ("core.sshCommand", "false"),
+    ("protocol.allow", "never"),
+    ("log.showSignature", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("color.ui", "false"),
+    ("i18n.logOutputEncoding", "UTF-8"),
+)
+_KEPT = ("PATH", "TMPDIR")
+
+
+class ToolError(Exception):
+    """A program that could not be run or gave no answer in time; str() is one line."""
+
+
+def environment(extra: dict | None = None) -> dict:
+    """The environment every program runs in (see the module's text); extra: the caller's
+    own fixed settings (never values read from the input)."""
+    env = {k: os.environ[k] for k in _KEPT if k in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env.update(LC_ALL="C", LANG="C", HOME=os.devnull,
+               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_ATTR_NOSYSTEM="1",
+               GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1",
+               GIT_NO_REPLACE_OBJECTS="1", GIT_PAGER="cat", PAGER="cat",
+               GIT_CONFIG_COUNT=str(len(GIT_SETTINGS)))
+    for n, (key, value) in enumerate(GIT_SETTINGS):
+        env[f"GIT_CONFIG_KEY_{n}"] = key
+        env[f"GIT_CONFIG_VALUE_{n}"] = value
+    env.update(extra or {})
+    return env
+
+
+def _argv(argv: list) -> list:
+    argv = [os.fspath(a) for a in argv]
+    if os.path.basename(argv[0]) == "rg" and "--no-config" not in argv:
+        argv.insert(1, "--no-config")  # RIPGREP_CONFIG_PATH is gone too; this says it twice
+    return argv
+
+
+def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input: bytes | None = None,
+        env: dict | None = None, text: bool = False) -> subprocess.CompletedProcess:
+    """Run argv (argv[0] a program name or path) and return its exit status and output, as
+    bytes (text: str, decoded as UTF-8, a bad byte replaced). ToolError when it cannot be
+    started or gives no answer in timeout seconds (then it and every process it started are
+    killed). env: extra variables (see environment())."""
+    argv = _argv(argv)
+    what = what or os.path.basename(argv[0])
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=environment(env), start_new_session=True,
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise ToolError(f"{what}: cannot run: {exc.strerror or exc}") from None
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        raise ToolError(f"{what}: no answer in {timeout:g} s") from None
+    except BaseException:
+        _kill(proc)
+        raise
+    if text:
+        return subprocess.CompletedProcess(argv, proc.returncode, out.decode("utf-8", "replace"),
+                                           err.decode("utf-8", "replace"))
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # a process that left the group still holds a pipe
+        pass
+
+
+def last_line(proc: subprocess.CompletedProcess, first: bool = False) -> str:
+    """The last (first) line of what the program said on stderr (else stdout), or its exit
+    status."""
+    for stream in (proc.stderr, proc.stdout):
+        if isinstance(stream, bytes):
+            stream = stream.decode("utf-8", "replace")
+        lines = [ln.strip() for ln in (stream or "").splitlines() if ln.strip()]
+        if lines:
+            return lines[0] if first else lines[-1]
+    return f"exit status {proc.returncode}"
+
+
+def git(tree, *args, timeout: float = 300, what: str | None = None) -> subprocess.CompletedProcess:
+    """git -C tree ARGS (see run())."""
+    return run(["git", "-C", os.fspath(tree), *args], timeout=timeout, what=what or f"git {args[0]}")
