@@ -19,6 +19,7 @@ from conftest import FIXTURES, REPO
 from helpers import run
 from wqlint import safeio
 from wqlint.fix import apply as apply_mod
+from wqlint.fix import verify as verify_mod
 
 HEADER = FIXTURES / "fix" / "tree" / "include" / "linux" / "workqueue.h"
 WQLINT = [sys.executable, "-m", "wqlint"]
@@ -130,6 +131,48 @@ def test_scratch_copy_refuses_a_link_to_the_tree(tmp_path):
         verify.scratch_copy(root, tmp_path / "verify" / "tree")
     assert tree_hash(root) == before
 
+
+
+def test_bulk_verify_follows_no_link_out_of_its_output(tmp_path):
+    """OUT/verify a symbolic link to another directory: its tree/ is not removed, nothing is
+    copied there, and the run stops with one error line."""
+    root = tiny_tree(tmp_path)
+    (root / "MAINTAINERS").write_text("DEMO\nM:\tA <a@example.org>\nS:\tMaintained\nF:\tdrivers/demo/\n")
+    (root / "scripts").mkdir()
+    (root / "scripts/get_maintainer.pl").write_text('print "A <a\\@example.org> (maintainer:DEMO)\\n";\n')
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "tree").mkdir(parents=True)
+    (elsewhere / "tree" / "keep.txt").write_text("mine\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "verify").symlink_to(elsewhere)
+    before = tree_hash(elsewhere)
+    got = run("bulk", root, "--target", "mainline", "--out", out, "--verify")
+    no_traceback(got)
+    assert got.exit_code == 3
+    assert error_lines(got.stderr) == [f"Error: {out / 'verify' / 'tree'}: verify is a symbolic link, "
+                                       "not followed; nothing removed"]
+    assert tree_hash(elsewhere) == before
+
+
+def test_removing_a_scratch_tree_follows_no_link(tmp_path):
+    """Links inside the old copy, and the copy itself a link: nothing outside is removed."""
+    root = tiny_tree(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "sub").mkdir(parents=True)
+    (elsewhere / "sub" / "keep.txt").write_text("mine\n")
+    before = tree_hash(elsewhere)
+    out = tmp_path / "out"
+    (out / "verify" / "tree").mkdir(parents=True)
+    (out / "verify" / "tree" / "dir-link").symlink_to(elsewhere / "sub")
+    (out / "verify" / "tree" / "file-link").symlink_to(elsewhere / "sub" / "keep.txt")
+    verify_mod.scratch_copy(root, out / "verify" / "tree", base=out)
+    assert tree_hash(elsewhere) == before
+    assert tree_hash(out / "verify" / "tree") == tree_hash(root)
+    (out / "verify" / "tree2").symlink_to(elsewhere)
+    with pytest.raises(verify_mod.VerifyError, match="tree2 is a symbolic link, not followed"):
+        verify_mod.scratch_copy(root, out / "verify" / "tree2" / "sub", base=out)
+    assert tree_hash(elsewhere) == before
 
 # -- fix --apply --------------------------------------------------------------------------
 

@@ -632,7 +632,7 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
         jobs = jobs or os.cpu_count() or 1
         outcome = verify_mod.Verified()
         try:
-            scratch = verify_mod.scratch_copy(root, out / "verify" / "tree")
+            scratch = verify_mod.scratch_copy(root, out / "verify" / "tree", base=out)
             outcome.applied = verify_mod.apply_series(scratch, patches[1:])
             touched = verify_mod.touched_files(patches[1:])
             verify_mod.build(scratch, Path(build_dir) if build_dir else out / "verify" / "build",

@@ -267,3 +267,66 @@ class Staged:
             except OSError:
                 pass
         self._items = []
+
+
+def _walk_dirs(base: str | os.PathLike, parts: tuple, create: bool) -> int:
+    """An fd of base/parts[0]/parts[1]/..., each component opened without following a
+    symbolic link (base itself, the directory the user gave, may be one); create: make the
+    missing ones. OutputRefused names a component that is a link or not a directory."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for n, part in enumerate(parts):
+            if part in ("", ".", "..") or os.sep in part:
+                raise OutputRefused(f"{part!r}: not a plain name")
+            if create:
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                where = os.path.join(*parts[:n + 1])
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                    raise OutputRefused(f"{where} is a symbolic link, not followed" if stat.S_ISLNK(st.st_mode)
+                                        else f"{where} is not a directory") from None
+                raise
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_dirs(base: str | os.PathLike, rel: str) -> None:
+    """mkdir -p base/rel, where no component under base may be a symbolic link (OutputRefused):
+    what wqlint makes in an output directory stays in it."""
+    os.close(_walk_dirs(base, tuple(rel.split("/")), create=True))
+
+
+def remove_tree(base: str | os.PathLike, rel: str) -> None:
+    """Remove base/rel and all it holds: a directory wqlint made in the output directory base.
+    No symbolic link is followed, on the way to it (OutputRefused names one) or inside it
+    (each directory is opened and emptied through file descriptors, so a link swapped in
+    while it is removed leads nowhere either). Nothing there: nothing to do."""
+    import shutil
+
+    parts = tuple(rel.split("/"))
+    try:
+        parent = _walk_dirs(base, parts[:-1], create=False)
+    except FileNotFoundError:
+        return
+    try:
+        try:
+            st = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputRefused(f"{rel} is a symbolic link, not followed")
+        if not stat.S_ISDIR(st.st_mode):
+            raise OutputRefused(f"{rel} is not a directory, not removed")
+        shutil.rmtree(parts[-1], dir_fd=parent)  # type: ignore[call-arg]  # (3.11's typeshed lacks it)
+    finally:
+        os.close(parent)

@@ -59,19 +59,28 @@ def _run(cmd, cwd=None, what="", timeout=TIMEOUT):
         raise VerifyError(str(exc)) from None
 
 
-def scratch_copy(root: Path, dest: Path) -> Path:
-    """A hard-linked copy of root at dest, replacing an earlier one. dest must not overlap
-    root, nor be a symbolic link: what is there is removed."""
+def scratch_copy(root: Path, dest: Path, base: Optional[Path] = None) -> Path:
+    """A hard-linked copy of root at dest, replacing an earlier one. dest lies in base (the
+    output directory; default its parent): no directory from base to dest may be a symbolic
+    link (what is at dest is removed, and the copy made there), nor may dest overlap root."""
     from wqlint import safeio
 
+    base = Path(base) if base is not None else dest.parent
+    rel = os.path.relpath(os.path.abspath(dest), os.path.abspath(base)).replace(os.sep, "/")
     if safeio.overlap(dest, root) or dest.is_symlink():
         raise VerifyError(f"{dest}: overlaps the tree {root} or is a symbolic link; not removed")
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        safeio.remove_tree(base, rel)
+        if "/" in rel:
+            safeio.make_dirs(base, rel.rsplit("/", 1)[0])
+    except safeio.OutputRefused as exc:
+        raise VerifyError(f"{dest}: {exc}; nothing removed") from None
+    except OSError as exc:
+        raise VerifyError(f"{dest}: cannot replace: {exc.strerror or exc}") from None
     got = _run(["cp", "-al", str(root), str(dest)], what="cp -al")
     if got.returncode != 0:  # another file system: a real copy
-        shutil.rmtree(dest, ignore_errors=True)
+        safeio.remove_tree(base, rel)
         shutil.copytree(root, dest, symlinks=True)
     return dest
 
