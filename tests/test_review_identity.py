@@ -153,3 +153,49 @@ def test_a_finding_a_later_patch_fixes_is_not_introduced_by_the_series(repo, tmp
         got = review(*patches, "--format", fmt)
         assert got.exit_code == 0, (fmt, got.stderr)
     assert json.loads(review(*patches, "--format", "json").stdout)["findings"] == []
+
+
+# -- review --git from anywhere in the checkout ---------------------------------------------------
+@pytest.fixture
+def changed(repo):
+    repo.edit(DEMO, '"demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);', '"demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, num_online_cpus());')
+    repo.commit("demo: one io item per CPU")
+    return repo
+
+
+B4_LINE = ("drivers/demo/demo.c:13: WARNING: This patch changes max_active to num_online_cpus(): it now follows "
+           "the CPU count. WQ_UNBOUND workqueue with max_active derived from a CPU count: say whether a global or "
+           "a per-scope limit is meant (on v6.12 max_active of an unbound queue is system-wide (5797b1c18919) but "
+           "fixed at the num_online_cpus() seen at allocation, not updated on CPU hotplug; with 96 CPUs up to 96 "
+           "in-flight items) [unbound-max-active-cpu-count]\n")
+
+
+@pytest.mark.parametrize("where, tree", [(".", None), ("drivers", None), ("drivers/demo", "."), (".", "drivers"),
+                                         (".", "fs/pool")])
+def test_git_range_paths_are_the_trees_wherever_it_runs(changed, monkeypatch, where, tree):
+    monkeypatch.chdir(changed.path / where)
+    result = run("review", "--git", "HEAD~1..HEAD", *(["--tree", tree] if tree else []), "-j", "1",
+                 "--format", "b4")
+    assert (result.exit_code, result.stdout, result.stderr) == (1, B4_LINE, "")
+    sarif = json.loads(run("review", "--git", "HEAD~1..HEAD", *(["--tree", tree] if tree else []), "-j", "1",
+                           "--format", "sarif").stdout)
+    (res,) = sarif["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == DEMO
+    assert sarif["runs"][0]["originalUriBaseIds"]["SRCROOT"]["uri"] == f"file://{changed.path}/"
+
+
+def test_git_revision_forms(changed, monkeypatch):
+    monkeypatch.chdir(changed.path)
+    for revs in ("HEAD^!", "HEAD~1", "HEAD~1..HEAD"):
+        result = run("review", "--git", revs, "-j", "1", "--format", "b4")
+        assert (result.exit_code, result.stdout) == (1, B4_LINE), revs
+    empty = run("review", "--git", "HEAD", "-j", "1")
+    assert (empty.exit_code, empty.stdout, empty.stderr) == (0, "", "wqlint: no commits in HEAD\n")
+
+
+def test_bad_revision_keeps_gits_fatal_line(changed, monkeypatch):
+    monkeypatch.chdir(changed.path)
+    result = run("review", "--git", "nosuch..HEAD", "-j", "1")
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr == "Error: --git nosuch..HEAD: fatal: bad revision 'nosuch..HEAD'\n"
+    assert run("review", "--git", "--output=x", "-j", "1").exit_code == 3

@@ -24,7 +24,7 @@ class NotTracked(Exception):
 
 
 def tracked_series(tree: str, tracking_path) -> tuple:
-    """(patches, base reader) of the series b4 tracks, from the B4_TRACKING_FILE given."""
+    """(patches, base reader, root) of the series b4 tracks, from the B4_TRACKING_FILE given."""
     from wqlint import safeio
 
     if not tracking_path:

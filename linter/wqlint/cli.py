@@ -346,16 +346,14 @@ def review(patches, tree, git_range, fmt, output, show_all, reported_path, updat
     try:
         reader = None
         if git_range:
-            tree = tree or "."
-            series, reader = review_mod.git_series(tree, git_range)
+            series, reader, tree = review_mod.git_series(tree or ".", git_range)
         else:
             series = mail.load(list(patches), allow_cover=fmt == "b4-review")
             if fmt == "b4-review" and not series:  # b4's series check gives the cover letter
                 from wqlint import b4review
                 from wqlint.formatters.review import b4_review
-                tree = tree or "."
                 try:
-                    series, reader = b4review.tracked_series(tree, os.environ.get("B4_TRACKING_FILE"))
+                    series, reader, tree = b4review.tracked_series(tree or ".", os.environ.get("B4_TRACKING_FILE"))
                 except b4review.NotTracked as exc:
                     click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
                     sys.exit(0)

@@ -390,45 +390,69 @@ def _base_without(patches, tree: Path, base_reader):
 
 # -- the review -----------------------------------------------------------------------------
 def git_series(tree: str, revs: str) -> tuple:
-    """(patches, base reader) for the commits BASE..HEAD of the git checkout tree.
+    """(patches, base reader, root) for the commits REVS of the git checkout that holds tree.
 
-    The files the series touches are read as they are at BASE (git show), so the checkout may
-    be at HEAD; the rest of the tree is read from the checkout.
+    REVS is what git format-patch takes: BASE..HEAD, A^!, or one revision R for R..HEAD. The
+    patches' paths are relative to root, the kernel tree holding tree (else the checkout's
+    top), wherever in the checkout tree is: review the series against root. The files the
+    series touches are read as they were before its first commit (git show), so the
+    checkout may be at HEAD; the rest of the tree is read from the checkout.
     """
     from wqlint import mail
+    from wqlint.scan.engine import kernel_tree_of
 
-    base = revs.split("..", 1)[0] if ".." in revs else revs
-    rng = revs if ".." in revs else f"{revs}..HEAD"
-    if not base or base.startswith("-") or any(c.isspace() for c in rng):
-        raise ReviewError(f"--git {revs}: want BASE..HEAD")
+    rng = revs if (".." in revs or revs.endswith(("^!", "^@"))) else f"{revs}..HEAD"
+    if not revs or revs.startswith("-") or any(c.isspace() or c == "\0" for c in revs):
+        raise ReviewError(f"--git {revs}: want a revision range (BASE..HEAD, REV^!, REV)")
 
     from wqlint import tools
 
     def git(*args):
         try:
-            return tools.git(tree, *args)
+            return tools.git(root, *args)
         except tools.ToolError as exc:
             raise ReviewError(f"--git {revs}: {exc}") from None
+
+    def failed(proc, what) -> ReviewError:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), lines[-1] if lines else "")
+        return ReviewError(f"--git {revs}: {said or what + ' failed'}")
+
+    root = Path(os.path.abspath(tree))
+    top = git("rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise failed(top, "git rev-parse")
+    root = kernel_tree_of(root) or Path(top.stdout.decode("utf-8", "surrogateescape").strip())
+    commits = git("rev-list", "--reverse", rng, "--")
+    if commits.returncode != 0:
+        raise failed(commits, "git rev-list")
+    first = commits.stdout.decode().split()[:1]
+    if not first:
+        return [], None, str(root)
+    parent = git("rev-parse", "--verify", "-q", f"{first[0]}^")
+    base = parent.stdout.decode().strip() if parent.returncode == 0 else None  # (none: a root commit)
     # The diff as wqlint reads it, whatever the repository's configuration says of prefixes,
-    # colours, a relative root, external diff or textconv drivers.
+    # colours, external diff or textconv drivers; --relative: paths relative to root, whichever
+    # directory of the checkout it is.
     proc = git("format-patch", "--stdout", "-M", "--no-binary", "--no-color", "--no-ext-diff",
-               "--no-textconv", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--no-signature",
-               rng)
+               "--no-textconv", "--relative", "--src-prefix=a/", "--dst-prefix=b/", "--no-signature",
+               rng, "--")
     if proc.returncode != 0:
-        raise ReviewError(f"--git {revs}: " + proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1]
-                          if proc.stderr.strip() else f"--git {revs}: git format-patch failed")
+        raise failed(proc, "git format-patch")
     patches = mail.parse_series(proc.stdout, f"git {rng}") if proc.stdout.strip() else []
 
     def reader(path, patch):
-        shown = git("cat-file", "blob", f"{base}:{path}")  # the blob as stored: no textconv, no filter
+        if base is None:
+            return None
+        shown = git("cat-file", "blob", f"{base}:./{path}")  # the blob as stored: no textconv, no filter
         if shown.returncode != 0:
             return None  # not in BASE: the series creates it
         try:
             shown.stdout.decode("utf-8")
         except UnicodeDecodeError:
-            raise ReviewError(f"{patch.name}: {path}: not UTF-8 text at {base}") from None
+            raise ReviewError(f"{patch.name}: {path}: not UTF-8 text at {base[:12]}") from None
         return shown.stdout
-    return patches, reader
+    return patches, reader, str(root)
 
 
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
