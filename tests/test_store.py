@@ -265,6 +265,13 @@ def test_unusable_cache_dir_on_the_command_line(tree, tmp_path, monkeypatch, how
                 raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
             return builtins.open(path, mode, *args, **kw)
         monkeypatch.setattr(store, "open", read_only, raising=False)
+        lock = store.safeio.open_lock
+
+        def read_only_lock(path):
+            if str(path).startswith(str(xdg)):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+            return lock(path)
+        monkeypatch.setattr(store.safeio, "open_lock", read_only_lock)
     for _ in range(2):
         proc = run("scan", "--format", "json", tree)
         assert (proc.exit_code, proc.stdout, proc.stderr) == (1, plain.stdout, "")

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from wqlint import api, tools
+from wqlint import api, safeio, tools
 from wqlint.finding import Finding, InputError, Step, numbered
 from wqlint.project_files import locate
 
@@ -34,6 +34,7 @@ _WRITTEN = (api.PUBLIC_FUNCTIONS + api.ORDERED_MACROS + api.LEGACY_MACROS
 TRIGGERS = tuple(n.encode() for n in _WRITTEN if not any(o != n and o in n for o in _WRITTEN))
 SOURCE_SUFFIXES = (".c", ".h")
 SKIP_DIRS = {".git", ".hg", ".svn", ".pc"}
+MAX_COCCI_BYTES = 1024 * 1024
 PER_FILE_TIMEOUT = 200  # seconds, as the kernel's own .cocciconfig asks
 SPATCH_TIMEOUT = 6 * 3600  # one rule over a whole tree
 _REPORT_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+)-(?P<end>\d+): (?P<msg>.*)$")
@@ -85,7 +86,7 @@ def spatch_binary() -> str:
 def cocci_options(cocci: Path) -> list:
     """The '// Options:' of a .cocci file, which make coccicheck also passes to spatch."""
     options: list[str] = []
-    for match in _OPTIONS_RE.finditer(cocci.read_text(encoding="utf-8")):
+    for match in _OPTIONS_RE.finditer(safeio.read_text(cocci, MAX_COCCI_BYTES)):
         options.extend(match.group(1).split())
     return options
 
@@ -118,9 +119,12 @@ def candidate_files(root: Path, targets: list) -> tuple:
             if real in seen:
                 return
             seen.add(real)
-            data = path.read_bytes()
+            data = safeio.read_bytes(path, safeio.MAX_SOURCE_BYTES, root)
         except OSError as exc:
             errors.append(InputError(_rel(root, path), f"cannot read: {exc.strerror or exc}"))
+            return
+        except safeio.InputRefused as exc:
+            errors.append(InputError(_rel(root, path), str(exc)))
             return
         if any(t in data for t in TRIGGERS):
             files.append(_rel(root, path))
@@ -166,9 +170,9 @@ def parse_report(text: str) -> list:
 
 def _source_line(root: Path, path: str, line: int) -> str:
     try:
-        lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = safeio.read_text(root / path, safeio.MAX_SOURCE_BYTES, root, errors="replace").splitlines()
         return lines[line - 1]
-    except (OSError, IndexError):
+    except (safeio.InputRefused, IndexError):
         return ""
 
 

@@ -22,8 +22,8 @@ def from_makefile(root: Path):
     from wqlint import safeio
 
     try:
-        # A kernel's top Makefile is some 70 KiB; a FIFO or /dev/zero in its place is refused.
-        head = safeio.read_text(root / "Makefile", 4 * 1024 * 1024, errors="replace")[:4096]
+        # The version is in the first lines; a FIFO or /dev/zero in its place is refused.
+        head = safeio.read_head(root / "Makefile", 4096).decode("utf-8", "replace")
     except safeio.InputRefused:
         return None
     fields = {}

@@ -3,8 +3,11 @@
 Input comes from other people (trees, patches, saved scans, caches): a name may be a FIFO that
 never ends, a device that never stops (/dev/zero), a socket, or a symbolic link out of the
 tree. read_bytes() opens without blocking, accepts only a regular file, refuses a link that
-leads outside the tree it was given, and reads at most a bounded number of bytes; every
-problem is an InputRefused whose str() is one line (the caller names the input).
+leads outside the tree it was given, and reads at most a bounded number of bytes (read_head():
+the first bytes of a file of any size); inflate() and parse_json() bound what a compressed or
+nested document becomes; searchable() says which paths an external tool may be handed to
+read. Every problem is an InputRefused whose str() is one line (the caller names the input).
+Nothing else in wqlint opens a file to read it (tests/test_safeio.py holds the package to that).
 
 write_atomic() replaces a regular file (or creates one) through a temporary file in the same
 directory and a rename, so a reader never sees half a file and a failure leaves the old one.
@@ -19,6 +22,11 @@ import stat
 
 # No pathlib, tempfile or typing at import: `wqlint check` reads its facts cache through this
 # module in every compiler process.
+
+
+# The largest source file (.c, .h, Kbuild) read: kernel files are at most a few MiB (the largest
+# generated headers about 6).
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 
 class InputRefused(Exception):
@@ -82,11 +90,8 @@ def _problem(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def read_bytes(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None,
-               real_dirs: dict | None = None) -> bytes:
-    """The bytes of the regular file path (at most limit), else InputRefused saying why.
-    With root, a path whose symbolic links lead outside root is refused (real_dirs: see
-    inside())."""
+def _open_regular(path, root, real_dirs=None) -> "tuple[int, os.stat_result]":
+    """(fd, stat) of the regular file path opened to read, else InputRefused."""
     if root is not None and not inside(path, root, real_dirs):
         raise InputRefused(f"a symbolic link out of the tree {root}, not read")
     try:
@@ -94,26 +99,103 @@ def read_bytes(path: str | os.PathLike, limit: int, root: str | os.PathLike | No
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:
         raise InputRefused(_problem(exc)) from None
+    except ValueError:  # a NUL in the name
+        raise InputRefused("no such file") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputRefused(_kind(st.st_mode))
+    except OSError as exc:
+        os.close(fd)
+        raise InputRefused(_problem(exc)) from None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise InputRefused(_kind(st.st_mode))
+    return fd, st
+
+
+def _read_fd(fd: int, size: int) -> "tuple[bytes, int]":
+    """At most size bytes from fd, and how many."""
+    chunks, got = [], 0
+    while got < size:
+        chunk = os.read(fd, min(1 << 20, size - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks), got
+
+
+def read_bytes(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None,
+               real_dirs: dict | None = None) -> bytes:
+    """The bytes of the regular file path (at most limit), else InputRefused saying why.
+    With root, a path whose symbolic links lead outside root is refused (real_dirs: see
+    inside())."""
+    fd, st = _open_regular(path, root, real_dirs)
+    try:
         if st.st_size > limit:
             raise InputRefused(f"larger than {_size(limit)}, not read")
-        chunks, got = [], 0
-        while got <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        data, got = _read_fd(fd, limit + 1)  # a file that grows while read stops here too
     except OSError as exc:
         raise InputRefused(_problem(exc)) from None
     finally:
         os.close(fd)
     if got > limit:
         raise InputRefused(f"larger than {_size(limit)}, not read")
-    return b"".join(chunks)
+    return data
+
+
+def read_head(path: str | os.PathLike, size: int, root: str | os.PathLike | None = None) -> bytes:
+    """The first size bytes (or fewer) of the regular file path, whatever its length, else
+    InputRefused: for a file only its start says something about (a Makefile's version)."""
+    fd, _st = _open_regular(path, root)
+    try:
+        return _read_fd(fd, size)[0]
+    except OSError as exc:
+        raise InputRefused(_problem(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def searchable(path: str | os.PathLike) -> bool:
+    """May path be handed to an external tool to read (ripgrep, grep, spatch)? Only a regular
+    file or a directory, links followed: a tool told to read a FIFO waits for a writer forever,
+    and one told to read a device never reaches its end."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def inflate(data: bytes, limit: int) -> bytes:
+    """data decompressed (zlib), else InputRefused: damaged, truncated, or more than limit
+    bytes once decompressed (a few MiB of zeros compress a thousandfold)."""
+    import zlib
+
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise InputRefused(f"damaged compressed data ({exc})") from None
+    if len(out) > limit:
+        raise InputRefused(f"more than {_size(limit)} once decompressed, not read")
+    if not inflater.eof:
+        raise InputRefused("truncated compressed data")
+    return out
+
+
+def parse_json(data: bytes | str):
+    """The JSON document data, else InputRefused saying why it is not one (not UTF-8, not
+    JSON, nested too deeply)."""
+    import json
+
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise InputRefused(f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x})") from None
+    except ValueError as exc:
+        raise InputRefused(str(exc)) from None
+    except RecursionError:
+        raise InputRefused("nested too deeply") from None
 
 
 def read_text(path: str | os.PathLike, limit: int, root: str | os.PathLike | None = None,
@@ -133,6 +215,22 @@ def _size(limit: int) -> str:
     if limit >= 1024 and limit % 1024 == 0:
         return f"{limit // 1024} KiB"
     return f"{limit} bytes"
+
+
+def open_lock(path: str | os.PathLike):
+    """The lock file path (created when missing) opened for fcntl.flock(), as a binary file
+    object; OSError when it cannot be, or is not a regular file (a FIFO, or a link that could
+    lead anywhere: never followed)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY,
+                 0o666)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, _kind(mode), os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "r+b")
 
 
 def _umask() -> int:

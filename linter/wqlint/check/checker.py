@@ -21,14 +21,6 @@ from wqlint.check.original import Original
 from wqlint.check.preprocess import preprocess
 from wqlint.check.unit import Unit
 
-def _mentions(path: str, pattern) -> bool:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return bool(pattern.search(handle.read()))
-    except OSError:
-        return True  # let preprocessing say what is wrong
-
-
 # The names of queues a tree may deprecate: their uses are a second kind of site.
 _QUEUES = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(api.DEPRECATED_SYSTEM_QUEUES))) + r")\b")
 
@@ -104,7 +96,7 @@ class Checker:
         mention = re.compile(mention.pattern + "|" + _QUEUES.pattern)
         # -dD (which macro definition was live, what each CONFIG_ option is) costs a fifth
         # of the preprocessing: asked for only when the file can have something to report.
-        likely = (facts is not None and facts.has_sites(self.rel)) or _mentions(self.inv.file, mention)
+        likely = (facts is not None and facts.has_sites(self.rel)) or facts_mod.mentions(self.inv.file, mention, unreadable=True)
         unit = Unit(preprocess(self.inv, directives=likely), directives=likely)
         say(f"preprocessed after {time.monotonic() - started:.3f} s")
         own = unit.own_text(self.inv.file)
@@ -137,7 +129,11 @@ class Checker:
         say("scanner ready")
         sites = eng.sites()
         say(f"{len(sites)} sites in the unit")
-        tree_sites = facts.sites(self.rel, self.shown) if facts is not None else []
+        try:
+            tree_sites = facts.sites(self.rel, self.shown) if facts is not None else []
+        except facts_mod.FactsError as exc:
+            self.notes.append(f"{exc}: values from other files are not used")
+            tree_sites = []
         out = self.unit_sites(sites, tree_sites)
         done = {s.line for s in out}
         for t in tree_sites:

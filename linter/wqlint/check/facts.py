@@ -225,8 +225,9 @@ def decode_site(d: dict, path: str, path_of):
 class Facts:
     """What the tree analysis found, as read from the cache."""
 
-    def __init__(self, data: dict, built: bool = False):
+    def __init__(self, data: dict, built: bool = False, directory: str = "."):
         self.data = data
+        self.directory = directory  # where the cache is
         self.root = data["root"]
         self.built = built  # this process built them
         self.wrappers = frozenset(data.get("wrappers", ()))
@@ -236,13 +237,26 @@ class Facts:
         return rel in self._sites
 
     def sites(self, rel: str, path_of) -> list:
-        """The sites of file rel, steps' paths mapped by path_of (rel -> displayed path)."""
+        """The sites of file rel, steps' paths mapped by path_of (rel -> displayed path);
+        FactsError when the cache holds something else there (damaged or crafted: the cache
+        is data, read through safeio's bounds like any input)."""
         raw = self._sites.get(rel)
         if not raw:
             return []
         import base64
-        return [decode_site(d, path_of(rel), path_of)
-                for d in json.loads(zlib.decompress(base64.b64decode(raw)))]
+        import binascii
+
+        from wqlint import safeio
+        try:
+            packed = safeio.parse_json(safeio.inflate(base64.b64decode(raw, validate=True), MAX_SITES_BYTES))
+            if not isinstance(packed, list):
+                raise FactsError("not a list of sites")
+            return [decode_site(d, path_of(rel), path_of) for d in packed]
+        except (safeio.InputRefused, binascii.Error, FactsError, KeyError, IndexError, TypeError, ValueError,
+                AttributeError) as exc:
+            problem = str(exc) if isinstance(exc, (safeio.InputRefused, FactsError)) else type(exc).__name__
+            raise FactsError(f"{os.path.join(self.directory, FACTS_NAME)}: the sites of {rel} are damaged "
+                             f"({problem})") from None
 
     def mention_re(self):
         """Matches a call of an allocation function or of a known wrapper."""
@@ -272,12 +286,13 @@ def _names_digest(directory: str) -> str:
     return f"{len(names)}:{zlib.crc32(chr(0).join(names).encode()):08x}"
 
 
-def _mentions(path: str, pattern) -> bool:
+def mentions(path: str, pattern, unreadable: bool = False) -> bool:
+    """Does the file's text match pattern? unreadable: the answer when it cannot be read."""
+    from wqlint import safeio
     try:
-        with open(path, "rb") as handle:
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return False
+        text = safeio.read_bytes(path, safeio.MAX_SOURCE_BYTES).decode("utf-8", "replace")
+    except safeio.InputRefused:
+        return unreadable
     return bool(pattern.search(text))
 
 
@@ -311,7 +326,7 @@ def is_valid(data: dict, root: str, checked: "str | None") -> bool:
         if rel not in data.get("deps", {}):
             st = _stamp(checked)
             if st is not None and st[0] >= data.get("built_ns", 0) \
-                    and _mentions(checked, Facts(data).mention_re()):
+                    and mentions(checked, Facts(data).mention_re()):
                 return False
     return True
 
@@ -373,6 +388,9 @@ def _pack(value) -> str:
 
 
 MAX_FACTS_BYTES = 1024 * 1024 * 1024
+# What one file's sites may inflate to (a kernel file's are a few KiB): a few MiB of a crafted
+# cache could otherwise inflate to gigabytes.
+MAX_SITES_BYTES = 64 * 1024 * 1024
 
 
 def _read(path: str) -> "dict | None":
@@ -381,8 +399,8 @@ def _read(path: str) -> "dict | None":
     from wqlint import safeio
 
     try:
-        data = json.loads(safeio.read_bytes(path, MAX_FACTS_BYTES))
-    except (safeio.InputRefused, ValueError, RecursionError):
+        data = safeio.parse_json(safeio.read_bytes(path, MAX_FACTS_BYTES))
+    except safeio.InputRefused:
         return None
     return data if isinstance(data, dict) else None
 
@@ -425,14 +443,15 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
     at a time) and cached there. Raises FactsError when the directory cannot hold the cache."""
     import fcntl
 
+    from wqlint import safeio
     say = debug or (lambda msg: None)
     path = os.path.join(directory, FACTS_NAME)
     data = _read(path)
     if data is not None and _usable(data, root, checked):
         say(f"facts: reused {path}")
-        return Facts(data)
+        return Facts(data, directory=directory)
     try:
-        lock = open(os.path.join(directory, LOCK_NAME), "a+b")
+        lock = safeio.open_lock(os.path.join(directory, LOCK_NAME))
     except OSError as exc:
         raise FactsError(f"cannot create {os.path.join(directory, LOCK_NAME)}: {exc.strerror or exc}") from None
     with lock:
@@ -440,7 +459,7 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
         data = _read(path)  # built by another checker while this one waited?
         if data is not None and _usable(data, root, checked):
             say(f"facts: reused {path} (built by another checker)")
-            return Facts(data)
+            return Facts(data, directory=directory)
         data = build(root, checked)
         try:
             _write_atomic(directory, data)
@@ -449,4 +468,4 @@ def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) 
                 raise FactsError(f"cannot write {path}: {exc.strerror}") from None
             raise
         say(f"facts: built {path} for {root} in {data['build_seconds']} s")
-        return Facts(data, built=True)
+        return Facts(data, built=True, directory=directory)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from wqlint import safeio
+
 _PP_COND = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b(.*)$")
 
 
@@ -16,9 +18,9 @@ class Original:
     def lines(self, path: str) -> list:
         if path not in self._lines:
             try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    self._lines[path] = handle.read().split("\n")
-            except OSError:
+                self._lines[path] = safeio.read_bytes(path, safeio.MAX_SOURCE_BYTES).decode(
+                    "utf-8", "replace").split("\n")
+            except safeio.InputRefused:
                 self._lines[path] = []
         return self._lines[path]
 

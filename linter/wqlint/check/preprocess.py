@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import os
 import re
-from wqlint import tools
+
+from wqlint import safeio, tools
 from wqlint.check.errors import CheckError
+
+# A kernel translation unit is a few MiB; cpp can be made to write without end.
+MAX_UNIT_BYTES = 256 * 1024 * 1024
 
 # Macros cpp provides itself and refuses to see redefined.
 _BUILTIN = re.compile(r"^#define (__STDC__|__STDC_HOSTED__|__STDC_VERSION__|_Pragma|__FILE__|__LINE__|"
@@ -75,10 +79,9 @@ def preprocess(inv, directives: bool = True) -> str:
         if got.returncode != 0:
             raise CheckError(f"cannot preprocess: {_first_error(got.stderr)}")
         try:
-            with open(out, "rb") as handle:
-                return handle.read().decode("utf-8", "replace")
-        except OSError as exc:
-            raise CheckError(f"cannot read what cpp wrote to {out}: {exc.strerror}") from None
+            return safeio.read_bytes(out, MAX_UNIT_BYTES).decode("utf-8", "replace")
+        except safeio.InputRefused as exc:
+            raise CheckError(f"cannot read what cpp wrote to {out}: {exc}") from None
     finally:
         try:
             os.unlink(out)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, kversion
+from wqlint import api, kversion, safeio
 from wqlint.finding import Finding, Report
 from wqlint.fix import edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
@@ -50,8 +50,8 @@ class Plan:
 def tree_facts(root: Path, version: tuple) -> edit_kinds.TreeFacts:
     header = root / API_HEADER
     try:
-        text = header.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = safeio.read_text(header, safeio.MAX_SOURCE_BYTES, root, errors="replace")
+    except safeio.InputRefused:
         text = api.builtin_header(version).decode()
     return edit_kinds.tree_facts(text)
 

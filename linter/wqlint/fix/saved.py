@@ -2,7 +2,6 @@
 the files as they are now: a finding whose call line changed since is refused, not guessed."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -25,10 +24,8 @@ def _document(path: str):
     except safeio.InputRefused as exc:
         raise SavedError(f"{path}: cannot read: {exc}") from None
     try:
-        doc = json.loads(text)
-    except RecursionError:
-        raise SavedError(f"{path}: not a `wqlint scan --format json` document (nested too deeply)") from None
-    except ValueError as exc:
+        doc = safeio.parse_json(text)
+    except safeio.InputRefused as exc:
         raise SavedError(f"{path}: not a `wqlint scan --format json` document ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
         raise SavedError(f"{path}: not a `wqlint scan --format json` document (no list of findings)")

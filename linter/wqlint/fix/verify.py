@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from wqlint import safeio
+from wqlint.mail import MAX_INPUT_BYTES
+
 TIMEOUT = 3 * 3600
 MAX_KBUILD_BYTES = 4 * 1024 * 1024  # the largest Kconfig or Makefile of a kernel is ~250 KiB
 
@@ -49,6 +52,14 @@ class Verified:
         return not self.failed and not self.remaining
 
 
+def _read(path: Path, limit: int) -> str:
+    """A file the verification made (a patch, a .config), else VerifyError."""
+    try:
+        return safeio.read_text(path, limit, errors="replace")
+    except safeio.InputRefused as exc:
+        raise VerifyError(f"{path}: cannot read: {exc}") from None
+
+
 def _run(cmd, cwd=None, what="", timeout=TIMEOUT):
     """cmd's exit status and output as text (see wqlint.tools)."""
     from wqlint import tools
@@ -63,8 +74,6 @@ def scratch_copy(root: Path, dest: Path, base: Optional[Path] = None) -> Path:
     """A hard-linked copy of root at dest, replacing an earlier one. dest lies in base (the
     output directory; default its parent): no directory from base to dest may be a symbolic
     link (what is at dest is removed, and the copy made there), nor may dest overlap root."""
-    from wqlint import safeio
-
     base = Path(base) if base is not None else dest.parent
     rel = os.path.relpath(os.path.abspath(dest), os.path.abspath(base)).replace(os.sep, "/")
     if safeio.overlap(dest, root) or dest.is_symlink():
@@ -99,7 +108,7 @@ def touched_files(patches: list) -> list:
     """The files a series of patches changes (its +++ b/ lines), sorted."""
     files = set()
     for patch in patches:
-        files.update(re.findall(r"^\+\+\+ b/(\S+)$", Path(patch).read_text(errors="replace"), re.M))
+        files.update(re.findall(r"^\+\+\+ b/(\S+)$", _read(Path(patch), MAX_INPUT_BYTES), re.M))
     return sorted(files)
 
 
@@ -113,8 +122,6 @@ def _kbuild_text(directory: Path) -> str:
             break
     else:
         return ""
-    from wqlint import safeio
-
     try:
         text = safeio.read_text(directory / name, MAX_KBUILD_BYTES, errors="replace")
     except safeio.InputRefused:
@@ -194,8 +201,6 @@ class Kconfig:
         self.depends: dict = {}
         self.prompt: set = set()
         self.selected_by: dict = {}
-        from wqlint import safeio
-
         for path in tree.rglob("Kconfig*"):
             rel = path.relative_to(tree).parts
             if rel[0] == "arch" and rel[1:2] not in (("x86",), ("Kconfig",)):
@@ -230,8 +235,6 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
     """Compile the objects of touched files in build_dir; an object that fails is compiled
     again from original's copy of its file: if that fails too, the series is not the cause
     and the object counts as not built here."""
-    from wqlint import safeio
-
     if original is not None and safeio.overlap(build_dir, original):
         raise VerifyError(f"{build_dir}: the build directory overlaps the tree {original}")
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -253,7 +256,7 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
         got = _run(make + ["olddefconfig"], what="make olddefconfig")
         if got.returncode != 0:
             raise VerifyError("make olddefconfig failed")
-        config = (build_dir / ".config").read_text(errors="replace")
+        config = _read(build_dir / ".config", MAX_KBUILD_BYTES)
         off = [o for o in wanted if f"CONFIG_{o}=y" not in config]
         if not off:
             break
@@ -278,7 +281,10 @@ def build(tree: Path, build_dir: Path, touched: list, jobs: int, result: Verifie
             result.built.append(obj)
     if failed and original is not None:
         rels = [obj[:-2] + ".c" for obj in failed]
-        patched = {rel: (tree / rel).read_bytes() for rel in rels}
+        try:
+            patched = {rel: safeio.read_bytes(tree / rel, safeio.MAX_SOURCE_BYTES, tree) for rel in rels}
+        except safeio.InputRefused as exc:
+            raise VerifyError(f"cannot read a patched file again: {exc}") from None
         try:
             for rel in rels:
                 (tree / rel).unlink()

@@ -572,10 +572,9 @@ class Decider:
                 path = self.index.root / d / f if d else self.index.root / f
                 text = self._build_flags.get(path)
                 if text is None:
-                    try:  # (a regular file only: a FIFO named Makefile would never end)
-                        text = path.read_text(encoding="utf-8", errors="replace")[:65536] \
-                            if path.is_file() else ""
-                    except OSError:
+                    try:
+                        text = safeio.read_head(path, 65536, self.index.root).decode("utf-8", "replace")
+                    except safeio.InputRefused:
                         text = ""
                     self._build_flags[path] = text
                 if re.search(r"-D\s*" + re.escape(name) + r"\b", text):

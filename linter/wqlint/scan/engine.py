@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, checks, kversion
+from wqlint import api, checks, kversion, safeio
 from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
 from wqlint.scan.cpp import Decider
@@ -22,7 +22,7 @@ from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, Resolver, Scope, calls_named, related, scope_of, _short
 from wqlint.scan.site import CheckContext, FlagBits, NameArgs, QueueUse, Site
-from wqlint.scan.source import Chunk, SourceError, call_digest, is_c_source, read_source, relpath
+from wqlint.scan.source import MAX_FILE_BYTES, Chunk, SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
@@ -792,8 +792,8 @@ class Engine:
                     read[rel] = digest(src.data)
                 else:
                     try:
-                        read[rel] = digest((self.root / rel).read_bytes())
-                    except OSError:
+                        read[rel] = digest(safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root))
+                    except safeio.InputRefused:
                         read[rel] = b""
         # The digest of each reported call's text (Finding.call_sha), from the files in memory
         # now: a scan taken from the store then reads none of them again.
@@ -892,8 +892,8 @@ def _enclosing_name(path: Path, line_text: bytes) -> str:
     """The function or macro a line sits in, by a cheap look at the text before it (the last
     column-0 header after the last column-0 '}'); '' when unsure. Only used to skip work."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        data = safeio.read_bytes(path, MAX_FILE_BYTES)
+    except safeio.InputRefused:
         return ""
     at = data.find(line_text) if line_text else -1
     if at < 0:

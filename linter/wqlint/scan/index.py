@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
-from wqlint import tools
+from wqlint import safeio, tools
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, read_source, relpath
@@ -459,8 +459,12 @@ class TreeIndex:
         search-output records (see LINE_START), may leave out lines that do not match it."""
         if not root.is_dir():
             return []
-        if paths is not None and not paths:
-            return []
+        if paths is not None:
+            # A path handed to a tool is read whatever it is: a FIFO named x.c would never
+            # end (a walk of a directory passes such files by, as the tools do).
+            paths = [p for p in paths if safeio.searchable(root / p)]
+            if not paths:
+                return []
         rg = shutil.which("rg")
         if rg:
             return self._ripgrep(rg, tokens, keep, paths, root, follow)
@@ -585,8 +589,8 @@ class TreeIndex:
                 if not path.name.endswith((".c", ".h")):
                     continue
                 try:
-                    data = path.read_bytes()
-                except OSError:
+                    data = safeio.read_bytes(path, MAX_FILE_BYTES)
+                except safeio.InputRefused:
                     continue
                 if not pattern.search(data):
                     continue

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from wqlint import safeio
+
 # Files of the kernel are shown and looked up under this prefix: they are no part of the
 # scanned tree (never a target, never fixed), like wqlint's own <wqlint>/ description.
 KERNEL_PREFIX = "<kernel>/"
@@ -82,8 +84,8 @@ def _other_roots(path: Path) -> list:
     if source.is_dir() and (source / "Makefile").is_file():
         out.append(source.resolve())
     try:
-        makefile = (path / "Makefile").read_text(encoding="utf-8", errors="replace")[:8192]
-    except OSError:
+        makefile = safeio.read_head(path / "Makefile", 8192).decode("utf-8", "replace")
+    except safeio.InputRefused:
         makefile = ""
     # The Makefile of an O= directory or of Debian's flavour headers includes the real one.
     for m in re.finditer(r"^\s*-?include\s+(\S+)/Makefile\s*$", makefile, re.M):
@@ -114,8 +116,8 @@ def _version(roots: list):
         for rel, pattern in (("include/generated/utsrelease.h", r'UTS_RELEASE\s+"(\d+)\.(\d+)(?:\.(\d+))?'),
                              ("include/config/kernel.release", r"^(\d+)\.(\d+)(?:\.(\d+))?")):
             try:
-                text = (root / rel).read_text(encoding="utf-8", errors="replace")[:4096]
-            except OSError:
+                text = safeio.read_head(root / rel, 4096).decode("utf-8", "replace")
+            except safeio.InputRefused:
                 continue
             m = re.search(pattern, text, re.M)
             if m:

@@ -19,7 +19,7 @@ from typing import Optional
 from wqlint import safeio
 from wqlint.scan import parser
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_FILE_BYTES = safeio.MAX_SOURCE_BYTES
 MAX_CHUNK_LINES = 4000
 _DEFINE_RE = re.compile(rb"^\s*#\s*define\b")
 _CLOSER_RE = re.compile(rb"\n\}")

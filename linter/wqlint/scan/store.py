@@ -45,12 +45,14 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from wqlint import __version__
+from wqlint import __version__, safeio
 from wqlint.code_id import code_id
+from wqlint.scan.source import MAX_FILE_BYTES
 
 FORMAT = 5
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 RACY_NS = 2_000_000_000
+MAX_INDEX_BYTES = 1024 * 1024 * 1024
 
 
 def cache_home() -> Path:
@@ -195,9 +197,8 @@ class Store:
 
     def _read(self) -> Optional[dict]:
         try:
-            with open(self.path, "rb") as handle:
-                data = pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError,
+            data = pickle.loads(safeio.read_bytes(self.path, MAX_INDEX_BYTES))
+        except (safeio.InputRefused, OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError,
                 IndexError, TypeError):
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("wqlint") != __version__ \
@@ -227,9 +228,8 @@ class Store:
             data = None
             if rel in now:
                 try:
-                    with open(self.root / rel, "rb") as handle:
-                        data = handle.read()
-                except OSError:
+                    data = safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root)
+                except safeio.InputRefused:
                     data = None
             if rel in read_by_scans and (data is None or {digest(data)} != read_by_scans[rel]):
                 self.dirty = True
@@ -337,7 +337,7 @@ class Store:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             import fcntl
-            with open(self.path.with_suffix(".lock"), "a+b") as lock:
+            with safeio.open_lock(self.path.with_suffix(".lock")) as lock:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
                 tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
                 try:
@@ -352,7 +352,8 @@ class Store:
                         pass
                     raise
         except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOSPC, errno.ENOTDIR, errno.EEXIST):
+            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOSPC, errno.ENOTDIR, errno.EEXIST,
+                             errno.ELOOP, errno.EINVAL):
                 return False
             raise
         return True
