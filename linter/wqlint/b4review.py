@@ -10,7 +10,6 @@ parsed as JSON, its values checked before they reach git.
 """
 from __future__ import annotations
 
-import json
 import re
 
 from wqlint.review import ReviewError, git_series
@@ -31,7 +30,7 @@ def tracked_series(tree: str, tracking_path) -> tuple:
         raise NotTracked("the cover letter alone: b4 names the series' commits (B4_TRACKING_FILE) "
                          "only for a series checked out for review")
     try:
-        data = json.loads(safeio.read_bytes(tracking_path, MAX_TRACKING_BYTES).decode("utf-8"))
+        data = safeio.parse_json(safeio.read_bytes(tracking_path, MAX_TRACKING_BYTES))
         series = data["series"]
         first, change_id = series["first-patch-commit"], series["change-id"]
     except (safeio.InputRefused, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
