@@ -5,6 +5,7 @@ against linux-source-6.1, -6.12 and -7.3, and `wqlint check` inside Kbuild (make
 which must agree with the scan."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -214,3 +215,66 @@ def test_without_a_package_links_out_of_the_directory_are_said(tmp_path):
     assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf or .git, else the one scanned): " \
            f"{pkg}/mod/common -> ../common, {pkg}/mod/far -> ../../elsewhere, {pkg}/mod/extra.c -> " \
            "../shared/extra.c and 1 more" in result.stderr
+
+
+# -- a fix that builds on every kernel the module supports (fixtures/multikernel) -------------
+MULTI = FIXTURES / "multikernel"
+GUARD = """#include <linux/workqueue.h>
+#include <linux/version.h>
+
+/* WQ_PERCPU and system_percpu_wq came with v6.17: before, these mean the same. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 17, 0)
+#define WQ_PERCPU 0
+#define system_percpu_wq system_wq
+#endif
+
+static struct workqueue_struct *wqmulti_wq;
+"""
+
+
+def build_module(src: Path, build: Path, work: Path) -> subprocess.CompletedProcess:
+    """make M= of a copy of src against the prepared O= directory build."""
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(src, work)
+    return subprocess.run(["make", "-s", "-C", str(build), f"M={work}", "KBUILD_MODPOST_WARN=1", "modules"],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ, LANG="C", LC_MESSAGES="C", LC_CTYPE="C"))
+
+
+@pytest.mark.kernel
+def test_fix_of_a_module_builds_on_every_kernel_it_supports(linux_6_1, linux_7_3, tmp_path):
+    """wqmulti builds for 6.1 and later (dkms.conf). Fixed against 7.3 it gets WQ_PERCPU and
+    system_percpu_wq, which 6.1 lacks, so the fix adds the version guard: the module builds
+    on 6.1 and 7.3 before the fix and after it, and 7.3 has nothing more to report. Without
+    the guard (--oldest-kernel 6.17 says none is needed) 6.1 no longer builds."""
+    if not shutil.which("make") or not shutil.which("gcc"):
+        pytest.skip("needs make and gcc")
+    from kbuild import prepared_build
+    from helpers import run
+    builds = {"6.1": prepared_build(linux_6_1, "6.1"), "7.3": prepared_build(linux_7_3, "7.3")}
+    mod = tmp_path / "wqmulti"
+    shutil.copytree(MULTI, mod)
+    for series, build in builds.items():
+        got = build_module(mod, build, tmp_path / f"before-{series}")
+        assert got.returncode == 0, got.stderr[-3000:]
+        assert (tmp_path / f"before-{series}" / "wqmulti.ko").is_file()
+    fixed = run("fix", "--apply", "--target", "mainline", "--kernel-tree", linux_7_3, mod)
+    assert fixed.exit_code == 0, fixed.stderr
+    assert ("wqlint: the module builds from v6.1 (dkms.conf BUILD_EXCLUSIVE_KERNEL_MIN): WQ_PERCPU, "
+            "system_percpu_wq are given a version guard in wqmulti.c") in fixed.stderr.splitlines()
+    text = (mod / "wqmulti.c").read_text()
+    assert GUARD in text
+    assert '\twqmulti_wq = alloc_workqueue("wqmulti", WQ_MEM_RECLAIM | WQ_PERCPU, 0);\n' in text
+    assert "\tqueue_work(system_percpu_wq, &wqmulti_work);\n" in text
+    for series, build in builds.items():
+        got = build_module(mod, build, tmp_path / f"after-{series}")
+        assert got.returncode == 0, got.stderr[-3000:]
+        assert (tmp_path / f"after-{series}" / "wqmulti.ko").is_file()
+    assert scan_against(mod, linux_7_3)["findings"] == []
+    # The same fix without the guard: 6.1 has no WQ_PERCPU.
+    bare = tmp_path / "bare"
+    shutil.copytree(MULTI, bare)
+    assert run("fix", "--apply", "--target", "mainline", "--oldest-kernel", "6.17", "--kernel-tree", linux_7_3,
+               bare).exit_code == 0
+    assert "LINUX_VERSION_CODE" not in (bare / "wqmulti.c").read_text()
+    got = build_module(bare, builds["6.1"], tmp_path / "bare-6.1")
+    assert got.returncode != 0 and "'WQ_PERCPU' undeclared" in got.stderr

@@ -148,6 +148,18 @@ def helper_queue(version: Version) -> str:
     return "system_percpu_wq" if has_system_queue_replacements(version) else "system_wq"
 
 
+# Names a fix may write that older kernels lack, the version that added each, and what an
+# older kernel meant by it: a module that also builds for those defines the name to that under
+# a version guard (WQ_PERCPU is an enumerator, so #ifndef cannot test it). Before v6.17 a queue
+# without WQ_UNBOUND is per-CPU (so 0 keeps the meaning), system_wq is the per-CPU system queue
+# and system_unbound_wq the unbound one (930c2ea566af, 128ea9f6ccfb).
+STAND_INS = {
+    "WQ_PERCPU": ((6, 17), "0"),
+    "system_percpu_wq": ((6, 17), "system_wq"),
+    "system_dfl_wq": ((6, 17), "system_unbound_wq"),
+}
+
+
 def has_system_queue_replacements(version: Version) -> bool:
     """v6.17 (128ea9f6ccfb): system_percpu_wq and system_dfl_wq (Debian's 6.12.y has them too:
     the tree's own header wins)."""

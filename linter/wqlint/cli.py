@@ -487,7 +487,7 @@ def _fix_options(command):
 
 
 def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
-          rules_path, kernel_tree=None):
+          rules_path, kernel_tree=None, oldest=None):
     from wqlint.fix import plan as plan_mod
 
     cat = _load_catalogue(rules_path)
@@ -499,7 +499,7 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     for err in report.errors:
         click.echo(str(err), err=True)
     try:
-        result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions)
+        result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest)
     except plan_mod.FixError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)
@@ -529,9 +529,12 @@ def _summary(result) -> None:
 @click.option("--diff", "mode", flag_value="diff", help="Print a unified diff (git apply ready).")
 @click.option("--apply", "mode", flag_value="apply", help="Write the fixes into the tree.")
 @click.option("--force", is_flag=True, help="With --apply: also files with uncommitted changes.")
+@click.option("--oldest-kernel", "oldest", metavar="VERSION", callback=_version,
+              help="A module's oldest kernel: names it lacks get a version guard [dkms.conf, the module's "
+                   "LINUX_VERSION_CODE tests].")
 @_guarded("paths")
 def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, kernel_version, cpus,
-        max_cpus, rules_path, mode, force):
+        max_cpus, rules_path, mode, force, oldest):
     """Fix the findings in PATHS: --diff prints the change, --apply makes it.
 
     Safe fixes are made; those rules.yaml marks as suggestions only with --suggestions; every
@@ -546,7 +549,7 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, 
     if mode is None:
         raise click.UsageError("say --diff or --apply")
     cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
-                                kernel_version, cpus, max_cpus, rules_path, kernel_tree)
+                                kernel_version, cpus, max_cpus, rules_path, kernel_tree, oldest)
     if mode == "diff":
         click.echo(result.diff(), nl=False)
     else:

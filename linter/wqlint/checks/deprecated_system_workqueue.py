@@ -28,5 +28,10 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
         if helper is not None and helper[0] == new:
             waits += f", not for schedule_work() items, which go to {new}"
         parts.append(waits)
-    return [use_finding(use, ctx, RULE, "; ".join(parts), hints=frozenset({f"queue-arg={use.arg}"}),
-                        new=new)]
+    hints = {f"queue-arg={use.arg}"}
+    if use.compat_pair:
+        # The other branch of an #if not decided here already names the replacement: this
+        # one is the module's code for kernels without it, not a use to rewrite.
+        parts.append(f"the other branch of '{use.compat_pair}' already uses {new}")
+        hints.add("compat-branch")
+    return [use_finding(use, ctx, RULE, "; ".join(parts), hints=frozenset(hints), new=new)]

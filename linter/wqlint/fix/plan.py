@@ -12,7 +12,7 @@ from typing import Optional
 
 from wqlint import api, kversion, safeio
 from wqlint.finding import Finding, Report
-from wqlint.fix import edits as edit_kinds
+from wqlint.fix import compat, edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
 from wqlint.scan import parser
 from wqlint.scan.source import SourceError, SourceFile, read_source
@@ -57,7 +57,9 @@ def tree_facts(root: Path, version: tuple) -> edit_kinds.TreeFacts:
 
 
 def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
-         suggestions: bool = False) -> Plan:
+         suggestions: bool = False, oldest: Optional[tuple] = None) -> Plan:
+    """oldest: the oldest kernel a module outside the kernel tree builds for (None: what
+    the module says, fix.compat)."""
     root = Path(report.root)
     version = tuple(report.kernel_version)
     result = Plan(root, target, version)
@@ -77,6 +79,11 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         if case.edit == "none":
             result.not_fixed.append(NotFixed(f, why, case.safety))
             continue
+        if "compat-branch" in f.hints:
+            result.not_fixed.append(NotFixed(f, "the call is in the branch of an #if wqlint cannot decide (see "
+                                                "the chain) whose other branch already makes the change: the "
+                                                "module's code for kernels without it, left as it is", case.safety))
+            continue
         if case.safety == "suggestion" and not suggestions:
             result.not_fixed.append(NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety))
             continue
@@ -85,7 +92,32 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         change = _file_change(root, path, by_file[path], target, facts, result)
         if change is not None:
             result.changes.append(change)
+    if result.changes and _is_module(root):
+        _guard(result, compat.module_range(root, oldest))
     return result
+
+
+def _is_module(root: Path) -> bool:
+    """Is root code outside a kernel tree (built for kernels other than the one scanned)?"""
+    from wqlint.scan.engine import kernel_tree_of
+
+    return not (root / API_HEADER).is_file() and kernel_tree_of(root) is None
+
+
+def _guard(result: Plan, span) -> None:
+    """Each changed file of a module that now uses a name some kernel it builds for lacks
+    gets the version guard that defines it there (fix.compat)."""
+    guarded = {}
+    for change in result.changes:
+        names = compat.needed(change.before, change.after, span)
+        if names:
+            change.after = compat.guarded(change.after, names)
+            guarded[change.path] = names
+    shown = sorted({n for names in guarded.values() for n in names})
+    if guarded:
+        result.notes.append(f"the module builds {span.describe()}: {', '.join(shown)} "
+                            f"{'is' if len(shown) == 1 else 'are'} given a version guard in "
+                            f"{', '.join(sorted(guarded))}")
 
 
 def _file_change(root: Path, rel: str, items: list, target: str, facts, result: Plan):

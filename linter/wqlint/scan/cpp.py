@@ -152,6 +152,24 @@ def conditions_at(src, line: int) -> tuple:
     return conds[i - 1] if i > 0 else ()
 
 
+def block_text(src, line: int) -> bytes:
+    """The text of the #if ... #endif block whose #if (or #ifdef, #ifndef) is at line of src:
+    all its branches."""
+    depth = 0
+    for ln in range(line, src.nlines + 1):
+        m = _DIRECTIVE_RE.match(src.line_bytes(ln))
+        if m is None:
+            continue
+        kind = m.group(1)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            depth += 1
+        elif kind == b"endif":
+            depth -= 1
+            if depth == 0:
+                return src.slice(line, ln)
+    return src.slice(line, src.nlines)
+
+
 # -- evaluating a #if expression -------------------------------------------------------------
 _TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)"
                        r"|(&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%<>&|^!~?:(),]))")

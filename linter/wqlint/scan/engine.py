@@ -17,7 +17,7 @@ from typing import Optional
 from wqlint import api, checks, kversion, safeio
 from wqlint.finding import InputError, InternalError, Report, Step
 from wqlint.scan import parser
-from wqlint.scan.cpp import Decider
+from wqlint.scan.cpp import Decider, block_text
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.resolve import SITE_BUDGET, Resolver, Scope, calls_named, related, scope_of, _short
@@ -438,6 +438,7 @@ class Engine:
                       f"{spec.name}() on {name} (argument {spec.queue_arg + 1})"),
             function=scope.name if scope.kind == "function" else "",
             suppressed=self._suppressed(src, line), conditions=tuple(self._condition_steps(src, conds)),
+            compat_pair=self._compat_pair(src, conds, api.DEPRECATED_SYSTEM_QUEUES.get(name, "")),
             within=scope.name if scope.kind != "file" else "",
             scheduled=() if spec.queues else self._helper_calls(src))
 
@@ -593,6 +594,18 @@ class Engine:
                 return []  # the API header's own macro (create_workqueue()) that nothing uses: no queue
             return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
         return out
+
+    def _compat_pair(self, src, conds, new: str) -> str:
+        """The text of an #if left undecided whose other branch already uses new (the
+        replacement of what this line uses): this line is the module's code for kernels
+        without it. '' when there is none."""
+        if not new:
+            return ""
+        word = re.compile(rb"\b" + new.encode() + rb"\b")
+        for cond, truth, _nowhere, _why in conds:
+            if truth is None and word.search(block_text(src, cond.line)):
+                return cond.text
+        return ""
 
     def _condition_steps(self, src, conds) -> list:
         """Chain steps naming the #if conditions a call is compiled under (scan.cpp)."""

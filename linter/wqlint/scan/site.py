@@ -78,6 +78,7 @@ class QueueUse:
     only: Optional[frozenset] = None
     skip: frozenset = frozenset()
     conditions: tuple = ()  # Steps naming the #if conditions the call is compiled under
+    compat_pair: str = ""  # an undecided #if whose other branch uses the replacement already
     within: str = ""  # the function or macro whose definition holds the call
     # (helper, Step) of the calls in the same file of the API's helpers that queue on a
     # system queue themselves (api.SCHEDULE_HELPERS): the work a flush may mean to wait for.
