@@ -203,8 +203,28 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
         if _COVER.search(subject) or not text.strip():
             return None  # a cover letter, or a reply in the thread
         raise MailError(f"{what}: no diff in message '{subject}'")
+    author = _in_body_from(text)
+    if author is not None and author[1] != address:
+        # git am takes the author from a 'From:' opening the body (a patch sent by someone
+        # else): the reply goes to the author, and to the sender too.
+        if address:
+            recipients = (format_address(name, address),) + recipients
+        name, address = author
     return Patch(what, number, subject, message_id, references, name or address, address, files,
                  recipients)
+
+
+def _in_body_from(text: str):
+    """(name, address) of a 'From:' line opening the body, as git am reads it, or None."""
+    for line in text.split("\n", 20)[:20]:
+        if not line.strip():
+            continue
+        if not line.startswith("From:"):
+            return None
+        found = [(" ".join(clean(n).split()), "".join(clean(a).split()))
+                 for n, a in email.utils.getaddresses([line[5:]]) if "@" in a]
+        return found[0] if len(found) == 1 else None
+    return None
 
 
 def format_address(name: str, address: str) -> str:

@@ -8,6 +8,7 @@ Prose is wrapped at 72 columns; quoted patch lines are kept as they are. Several
 """
 from __future__ import annotations
 
+import re
 import textwrap
 from itertools import groupby
 
@@ -22,7 +23,7 @@ SIGNATURE = "-- \nwqlint: checks of the kernel's workqueue API"
 
 def _wrap(text: str, indent: str = "", hanging: str = "") -> list:
     return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=hanging or indent,
-                         break_long_words=False, break_on_hyphens=False) or [indent.rstrip()]
+                         break_long_words=True, break_on_hyphens=False) or [indent.rstrip()]
 
 
 def _headers(patch) -> list:
@@ -98,8 +99,37 @@ def _statement_end(lines, li: int) -> int:
     return end
 
 
-def _reply(review, patch, comments) -> list:
-    name = patch.author.split()[0] if patch.author and "@" not in patch.author else ""
+_TITLES = frozenset({"dr", "dr.", "mr", "mr.", "mrs", "mrs.", "ms", "ms.", "prof", "prof.", "sir"})
+
+
+def first_name(display: str) -> str:
+    """The first name to greet in a display name, '' when it names no person: "'Jane Doe'
+    via linux-demo" and "Doe, Jane" are Jane; a single word (a handle, a team), an address, a
+    word that is not capitalised letters (a bot) give ''."""
+    name = re.sub(r"\s+via\s+\S.*$", "", display.strip(), flags=re.I).strip().strip("'\"").strip()
+    if name.count(",") == 1:
+        last, first = name.split(",")
+        name = f"{first.strip()} {last.strip()}"
+    words = [w for w in name.split() if w.lower() not in _TITLES]
+    if len(words) < 2 or "@" in name:
+        return ""
+    first = words[0]
+    if not re.fullmatch(r"[^\W\d_][^\W\d_'-]*(?:[-'][^\W\d_]+)*", first) or not first[0].isupper() \
+            or (len(first) > 1 and first.isupper()):
+        return ""
+    return first
+
+
+def _summary(c, catalogue, version) -> list:
+    """'>> path:line:col: severity: message [rule]', the rule's message (its detail is in the
+    comment below), wrapped at WIDTH."""
+    f = c.finding
+    text = catalogue[f.rule_id].message_on(version) if f.rule_id in catalogue.ids() else f.message
+    return _wrap(f">> {f.path}:{f.line}:{f.col}: {f.severity}: {text} [{f.rule_id}]", "", "   ")
+
+
+def _reply(review, patch, comments, catalogue) -> list:
+    name = first_name(patch.author)
     n = len(comments)
     version = kversion.show(review.kernel_version)
     if review.kernel_version_source == "Makefile":
@@ -112,8 +142,7 @@ def _reply(review, patch, comments) -> list:
                              "the lines it shows were not followed.")
     body += [""]
     for c in comments:
-        body += _wrap(f">> {c.finding.path}:{c.finding.line}:{c.finding.col}: "
-                      f"{c.finding.severity}: [{c.finding.rule_id}]", "", "   ")
+        body += _summary(c, catalogue, review.kernel_version)
     body.append("")
     by_file = groupby(comments, key=lambda c: c.origin.file)
     for fi, in_file in by_file:
@@ -146,5 +175,5 @@ def format(review, catalogue) -> str:
     ordered = sorted(review.comments, key=lambda c: (c.origin.patch, c.origin.file, c.origin.hunk,
                                                      c.origin.line, c.finding.sort_key()))
     for number, comments in groupby(ordered, key=lambda c: c.origin.patch):
-        out += _reply(review, review.patches[number - 1], list(comments))
+        out += _reply(review, review.patches[number - 1], list(comments), catalogue)
     return "\n".join(out)
