@@ -37,6 +37,61 @@ class OutputRefused(Exception):
     """Output that is not written; str() is the one-line problem (without the path)."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM, SIGINT or SIGHUP came while files were being written (see signals_deferred);
+    raised only where the signal, delivered again, did not end the process."""
+
+
+# -- signals --------------------------------------------------------------------------------
+# While wqlint writes files, SIGTERM, SIGINT and SIGHUP only take note (a default SIGTERM
+# would kill the process between a temporary file and its rename, or halfway through the
+# renames of a set of files). Where it is safe, the writer asks interrupted(): before the
+# renames, it removes its temporary files and stops; once the renames have begun, it
+# finishes them. When the outermost signals_deferred() ends, the signal is delivered again
+# with the handler that was there before, so the process ends as the sender meant.
+_DEFERRED = (2, 15, 1)  # SIGINT, SIGTERM, SIGHUP (signal is imported only when needed)
+_deferral: dict = {"depth": 0, "caught": None, "old": {}}
+
+
+class signals_deferred:
+    def __enter__(self) -> "signals_deferred":
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return self  # only the main thread may set handlers; it also runs them
+        if _deferral["depth"] == 0:
+            _deferral["caught"] = None
+
+            def note(signum, frame):
+                if _deferral["caught"] is None:
+                    _deferral["caught"] = signum
+            _deferral["old"] = {s: signal.signal(s, note) for s in _DEFERRED
+                                if signal.getsignal(s) is not signal.SIG_IGN}
+        _deferral["depth"] += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        _deferral["depth"] -= 1
+        if _deferral["depth"] == 0:
+            for s, old in _deferral["old"].items():
+                signal.signal(s, old)
+            caught, _deferral["caught"] = _deferral["caught"], None
+            if caught is not None:
+                os.kill(os.getpid(), caught)
+
+
+def interrupted() -> None:
+    """Raise Interrupted when a deferred signal came (see signals_deferred)."""
+    if _deferral["caught"] is not None:
+        raise Interrupted()
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "is a directory"
@@ -267,7 +322,6 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
         data = data.encode("utf-8", "surrogateescape")
     if root is not None and not inside(path, root):
         raise OutputRefused(f"outside the tree {root}, not written")
-    import tempfile
     from pathlib import Path
 
     if os.path.realpath(path) == os.devnull:
@@ -279,6 +333,13 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise OutputRefused(f"{_kind(old.st_mode)}, not replaced")
+    with signals_deferred():
+        _replace(target, data, old)
+
+
+def _replace(target, data: bytes, old) -> None:
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".wqlint")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -305,12 +366,15 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
 
 class Staged:
     """Files written to temporary names beside their targets, then renamed all together
-    (commit) or removed (discard): all or nothing for a set of files."""
+    (commit) or removed (discard): all or nothing for a set of files. Use it inside
+    signals_deferred(): a signal while files are added (Interrupted) leaves no temporary
+    file once discard() has run; one during commit() lets the renames finish."""
 
     def __init__(self) -> None:
         self._items: list = []  # (target, tmp, old bytes)
 
     def add(self, path: str | os.PathLike, data: bytes, before: bytes, root: str | os.PathLike | None = None) -> None:
+        interrupted()
         if root is not None and not inside(path, root):
             raise OutputRefused(f"outside the tree {root}, not written")
         import tempfile
@@ -342,7 +406,9 @@ class Staged:
         try:
             if check is not None:
                 for target, _tmp, before in self._items:
+                    interrupted()
                     check(target, before)
+            interrupted()  # the last moment at which stopping changes nothing
             done = []
             try:
                 for target, tmp, before in self._items:

@@ -115,6 +115,12 @@ def apply(root: Path, changes: list, force: bool = False) -> list:
         if dirty:
             raise ApplyError(f"{dirty[0]}: has uncommitted changes ({len(dirty)} file(s) in all); "
                              "commit or stash them, or use --force")
+    with safeio.signals_deferred():
+        _write_all(root, changes)
+    return [c.path for c in changes]
+
+
+def _write_all(root: Path, changes: list) -> None:
     staged = safeio.Staged()
     try:
         for change in changes:
@@ -150,5 +156,4 @@ def apply(root: Path, changes: list, force: bool = False) -> list:
             raise ApplyError(f"{name or 'a file'}: cannot replace: {exc.strerror or exc}; nothing written") from None
     finally:
         staged.discard()
-    return [c.path for c in changes]
 
