@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import kversion
-from wqlint.finding import Finding, InputError, Report, stable_fingerprints
+from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
@@ -540,7 +540,15 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                             f"(use --kernel-version)")
     # Only problems in what the series touches stop the review; the rest of the tree was
     # there before and is the business of `wqlint scan`.
-    result.errors = [InputError(e.path, e.problem) for e in after.errors if e.path in overlay]
+    touched = [e for e in after.errors if e.path in overlay]
+    if treepath is None:
+        # Without the tree a file is only what its hunks show: a call that starts or ends
+        # beyond them cannot be parsed. That is a limit of the review, not bad input: say
+        # what was not judged, and judge the rest (an internal error is still one).
+        result.notes.extend(f"{e.path}: {e.problem}: not judged (without --tree only the lines the hunks "
+                            f"show are known)" for e in touched if not isinstance(e, InternalError))
+        touched = [e for e in touched if isinstance(e, InternalError)]
+    result.errors = [InputError(e.path, e.problem) for e in touched]
 
     # A finding of a renamed file is the same finding under its new path.
     moved = {prefix + old: prefix + new for old, new in state.renames.items()} if treepath else dict(state.renames)
