@@ -35,7 +35,7 @@ from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
 from wqlint.scan.values import cpu_path, evaluate
-from wqlint.scan.source import SourceError, is_c_source, read_source
+from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
 
 
 class ReviewError(Exception):
@@ -407,9 +407,9 @@ def git_series(tree: str, revs: str) -> tuple:
 
     from wqlint import tools
 
-    def git(*args):
+    def git(*args, limit=None):
         try:
-            return tools.git(root, *args)
+            return tools.git(root, *args, limit=limit)
         except tools.ToolError as exc:
             raise ReviewError(f"--git {revs}: {exc}") from None
 
@@ -434,9 +434,10 @@ def git_series(tree: str, revs: str) -> tuple:
     # The diff as wqlint reads it, whatever the repository's configuration says of prefixes,
     # colours, external diff or textconv drivers; --relative: paths relative to root, whichever
     # directory of the checkout it is.
+    # At most what a patch file may hold: the series is read whole, whichever way it comes.
     proc = git("format-patch", "--stdout", "-M", "--no-binary", "--no-color", "--no-ext-diff",
                "--no-textconv", "--relative", "--src-prefix=a/", "--dst-prefix=b/", "--no-signature",
-               rng, "--")
+               rng, "--", limit=mail.MAX_INPUT_BYTES)
     if proc.returncode != 0:
         raise failed(proc, "git format-patch")
     patches = mail.parse_series(proc.stdout, f"git {rng}") if proc.stdout.strip() else []
@@ -444,7 +445,8 @@ def git_series(tree: str, revs: str) -> tuple:
     def reader(path, patch):
         if base is None:
             return None
-        shown = git("cat-file", "blob", f"{base}:./{path}")  # the blob as stored: no textconv, no filter
+        # the blob as stored (no textconv, no filter), bounded as a file of the tree is
+        shown = git("cat-file", "blob", f"{base}:./{path}", limit=MAX_FILE_BYTES)
         if shown.returncode != 0:
             return None  # not in BASE: the series creates it
         try:

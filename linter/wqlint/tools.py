@@ -77,11 +77,12 @@ def _argv(argv: list) -> list:
 
 
 def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input: bytes | None = None,
-        env: dict | None = None, text: bool = False) -> subprocess.CompletedProcess:
+        env: dict | None = None, text: bool = False, limit: int | None = None) -> subprocess.CompletedProcess:
     """Run argv (argv[0] a program name or path) and return its exit status and output, as
     bytes (text: str, decoded as UTF-8, a bad byte replaced). ToolError when it cannot be
-    started or gives no answer in timeout seconds (then it and every process it started are
-    killed). env: extra variables (see environment())."""
+    started, gives no answer in timeout seconds, or (limit) writes more than limit bytes on
+    stdout (then it and every process it started are killed: its output is never held whole).
+    env: extra variables (see environment())."""
     argv = _argv(argv)
     what = what or os.path.basename(argv[0])
     try:
@@ -91,10 +92,16 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
     except OSError as exc:
         raise ToolError(f"{what}: cannot run: {exc.strerror or exc}") from None
     try:
-        out, err = proc.communicate(input, timeout=timeout)
+        if limit is None:
+            out, err = proc.communicate(input, timeout=timeout)
+        else:
+            out, err = _bounded(proc, input, timeout, limit)
     except subprocess.TimeoutExpired:
         _kill(proc)
         raise ToolError(f"{what}: no answer in {timeout:g} s") from None
+    except _TooMuch:
+        _kill(proc)
+        raise ToolError(f"{what}: more than {_size(limit)} of output, not read") from None
     except BaseException:
         _kill(proc)
         raise
@@ -102,6 +109,67 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
         return subprocess.CompletedProcess(argv, proc.returncode, out.decode("utf-8", "replace"),
                                            err.decode("utf-8", "replace"))
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+class _TooMuch(Exception):
+    pass
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+def _bounded(proc: subprocess.Popen, input: bytes | None, timeout: float, limit: int) -> tuple:
+    """communicate(), stopping (_TooMuch) once stdout passes limit bytes; stderr is kept to
+    its first MiB (a tool's complaint is read for one line)."""
+    import selectors
+    import time
+
+    deadline = time.monotonic() + timeout
+    out: list = []
+    err: list = []
+    sizes = {proc.stdout: 0, proc.stderr: 0}
+    pending = memoryview(input or b"")
+    with selectors.DefaultSelector() as sel:
+        if proc.stdin is not None:
+            if pending:
+                os.set_blocking(proc.stdin.fileno(), False)
+                sel.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+                proc.stdin = None  # (closed: communicate() in _kill() must not flush it)
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            for key, _events in sel.select(left):
+                stream = key.fileobj
+                if stream is proc.stdin:
+                    try:
+                        done = os.write(stream.fileno(), pending[:65536])
+                    except BrokenPipeError:
+                        done = len(pending)
+                    pending = pending[done:]
+                    if not pending:
+                        sel.unregister(stream)
+                        stream.close()
+                        proc.stdin = None
+                    continue
+                chunk = os.read(stream.fileno(), 65536)
+                if not chunk:
+                    sel.unregister(stream)
+                    continue
+                sizes[stream] += len(chunk)
+                if stream is proc.stdout:
+                    if sizes[stream] > limit:
+                        raise _TooMuch()
+                    out.append(chunk)
+                elif sizes[stream] <= 1024 * 1024:
+                    err.append(chunk)
+    proc.wait(max(0.0, deadline - time.monotonic()))
+    return b"".join(out), b"".join(err)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -127,6 +195,8 @@ def last_line(proc: subprocess.CompletedProcess, first: bool = False) -> str:
     return f"exit status {proc.returncode}"
 
 
-def git(tree, *args, timeout: float = 300, what: str | None = None) -> subprocess.CompletedProcess:
+def git(tree, *args, timeout: float = 300, what: str | None = None,
+        limit: int | None = None) -> subprocess.CompletedProcess:
     """git -C tree ARGS (see run())."""
-    return run(["git", "-C", os.fspath(tree), *args], timeout=timeout, what=what or f"git {args[0]}")
+    return run(["git", "-C", os.fspath(tree), *args], timeout=timeout, what=what or f"git {args[0]}",
+               limit=limit)

@@ -1,0 +1,40 @@
+"""One limit per kind of input, whichever way it comes, and corners that were silent or
+crashed: each a reproducer run as a user runs wqlint (tests/bounded.py: a process of its own,
+a time limit and an address-space limit)."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+from bounded import bounded, error_lines
+from test_robust import tiny_tree
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=A U Thor", "-c", "user.email=a@example.org",
+                    *args], check=True, capture_output=True)
+
+
+def test_review_git_takes_no_larger_series_than_a_patch_file(tmp_path):
+    """A patch file over 32 MiB is refused; the same series from git was read whole (a 40 MB
+    commit: 740 MB of memory)."""
+    root = tiny_tree(tmp_path)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    with open(root / "drivers" / "demo" / "table.c", "w") as handle:
+        for i in range(400_000):
+            handle.write(f"int v{i} = {i}; /* {'x' * 80} */\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "a table")
+    patch = tmp_path / "big.patch"
+    with open(patch, "wb") as handle:
+        subprocess.run(["git", "-C", str(root), "format-patch", "--stdout", "HEAD~1..HEAD"], stdout=handle,
+                       check=True)
+    from_file = bounded(["review", patch, "--tree", root], memory=400)
+    assert (from_file.returncode, error_lines(from_file.stderr)) == (
+        3, [f"Error: {patch}: larger than 32 MiB, not read"])
+    from_git = bounded(["review", "--git", "HEAD~1..HEAD"], cwd=root, memory=400)
+    assert (from_git.returncode, error_lines(from_git.stderr)) == (
+        3, ["Error: --git HEAD~1..HEAD: git format-patch: more than 32 MiB of output, not read"])
+    assert os.path.getsize(patch) > 32 * 1024 * 1024
