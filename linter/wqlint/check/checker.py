@@ -96,7 +96,8 @@ class Checker:
         mention = re.compile(mention.pattern + "|" + _QUEUES.pattern)
         # -dD (which macro definition was live, what each CONFIG_ option is) costs a fifth
         # of the preprocessing: asked for only when the file can have something to report.
-        likely = (facts is not None and facts.has_sites(self.rel)) or facts_mod.mentions(self.inv.file, mention, unreadable=True)
+        likely = ((facts is not None and facts.has_sites(self.rel))
+                  or facts_mod.mentions(self.inv.file, mention, unreadable=True))
         unit = Unit(preprocess(self.inv, directives=likely), directives=likely)
         say(f"preprocessed after {time.monotonic() - started:.3f} s")
         own = unit.own_text(self.inv.file)
