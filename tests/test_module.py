@@ -278,3 +278,18 @@ def test_fix_of_a_module_builds_on_every_kernel_it_supports(linux_6_1, linux_7_3
     assert "LINUX_VERSION_CODE" not in (bare / "wqmulti.c").read_text()
     got = build_module(bare, builds["6.1"], tmp_path / "bare-6.1")
     assert got.returncode != 0 and "'WQ_PERCPU' undeclared" in got.stderr
+
+
+def test_a_plain_name_defined_nowhere_is_said(tmp_path):
+    """`#if NAME` with NAME defined nowhere is 0 for the compiler, unless a -D sets it: the
+    code is still judged, and the chain says which way a -D would change it."""
+    (tmp_path / "p.c").write_text(
+        '#include <linux/workqueue.h>\nvoid f(void)\n{\n#if WQPLAIN_LEVEL >= 2\n'
+        '\twq = alloc_workqueue("a", WQ_UNBOUND, num_online_cpus());\n#endif\n#if !WQPLAIN_LEVEL\n'
+        '\twq = alloc_workqueue("b", WQ_UNBOUND, num_online_cpus());\n#endif\n}\n')
+    doc, _ = scan_json("--kernel-version", "7.3", "--no-cache", tmp_path)
+    said = "WQPLAIN_LEVEL is defined nowhere in the scanned files, the kernel's headers or the Kbuild file"
+    assert [[(s["line"], s["note"]) for s in f["chain"] if s["note"].startswith("under")]
+            for f in doc["findings"]] == [
+        [(4, f"under '#if WQPLAIN_LEVEL >= 2': {said} (only a -D on the compiler's command line enables this code)")],
+        [(7, f"under '#if !WQPLAIN_LEVEL': {said} (a -D on the compiler's command line disables this code)")]]

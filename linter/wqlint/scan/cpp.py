@@ -412,7 +412,8 @@ class Decider:
             used: list[str] = []
             truth = evaluate(cond.expr, self.version,
                              lambda n, nowhere=nowhere: self.defined(n, src, nowhere),
-                             lambda n, arity, why=why, used=used: self.macro(n, arity, src, why, used))
+                             lambda n, arity, why=why, used=used, nowhere=nowhere:
+                                 self.macro(n, arity, src, why, used, nowhere))
             if truth is not None and not cond.positive:
                 truth = not truth
             if truth is False:
@@ -450,7 +451,10 @@ class Decider:
                                   f"configure {when}"))
             elif nowhere:
                 names = ", ".join(nowhere)
-                absent = evaluate(cond.expr, self.version, lambda n, nowhere=nowhere: False if n in nowhere else None)
+                # (an identifier no #define names is 0 in a #if, as defined() of it is false)
+                absent = evaluate(cond.expr, self.version, lambda n, nowhere=nowhere: False if n in nowhere else None,
+                                  lambda n, arity, nowhere=nowhere: [(None, "0")]
+                                  if arity is None and n in nowhere else None)
                 effect = ("a -D on the compiler's command line disables this code"
                           if absent is not None and absent == cond.positive
                           else "only a -D on the compiler's command line enables this code")
@@ -489,7 +493,7 @@ class Decider:
             return False
         return True if all(t is True for t in truths) else None
 
-    def macro(self, name: str, arity, near, why: list, used: list):
+    def macro(self, name: str, arity, near, why: list, used: list, nowhere: Optional[list] = None):
         """[(parameters or None, body)] of the definitions name may have at near that are
         not excluded for this kernel (arity: the number of arguments it is called with, None
         for a plain name). None when it has none usable: not a macro (a plain name is left to
@@ -503,6 +507,8 @@ class Decider:
             why.extend(w for w in known if w not in why)
             if got:
                 used.append(name + ("()" if arity is not None else ""))
+            elif arity is None and nowhere is not None and known == ["nowhere"]:
+                nowhere.append(name)
             return got
         defs = self._definitions(name, near)
         if defs is None:
@@ -518,12 +524,18 @@ class Decider:
                 bodies = []
                 break
             bodies.append(parsed)
-        if arity is not None and not defs:
+        if arity is None and not defs and not self._passed_by_build(name, near.rel):
+            said.append("nowhere")  # a plain name: said as a macro defined nowhere (notes())
+        elif arity is not None and not defs:
             said.append(f"{name}() is defined nowhere in the scanned files or the kernel's headers")
         elif arity is not None and not bodies:
             said.append(f"{name}() has no definition wqlint can evaluate here")
         got = bodies or None
         self._defined[key] = (got, said)
+        if said == ["nowhere"]:
+            if nowhere is not None:
+                nowhere.append(name)
+            return None
         why.extend(w for w in said if w not in why)
         if got:
             used.append(name + ("()" if arity is not None else ""))
