@@ -499,7 +499,9 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     for err in report.errors:
         click.echo(str(err), err=True)
     try:
-        result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest)
+        result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest,
+                               engine=dict(jobs=jobs or os.cpu_count() or 1, ncpus=cpus, max_cpus=max_cpus,
+                                           kernel_tree=_kernel_for(kernel_tree, paths)))
     except plan_mod.FixError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)

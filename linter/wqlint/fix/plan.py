@@ -3,9 +3,16 @@
 rules.yaml decides, per rule, target and kernel version, which edit fixes a finding and how
 safe it is (fix.targets). Safe fixes are made; suggestions only when asked; findings without
 an edit are listed with the reason, so nothing is silently left out.
+
+A finding handed in (a saved scan, a scan answered from the index) is a request, not a
+verdict: each file is read once, under its real path (a file reached through two names is
+one file), and judged again from those very bytes, without the index; only what that
+judgement finds is fixed, as it finds it, and the bytes are what --apply checks the file
+against before it writes.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -16,6 +23,8 @@ from wqlint.fix import compat, edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
 from wqlint.scan import parser
 from wqlint.scan.source import SourceError, SourceFile, read_source
+
+NOT_FOUND_AGAIN = "not found again in the file as it is now (judged afresh from its bytes): scan again"
 
 API_HEADER = "include/linux/workqueue.h"
 
@@ -57,9 +66,10 @@ def tree_facts(root: Path, version: tuple) -> edit_kinds.TreeFacts:
 
 
 def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
-         suggestions: bool = False, oldest: Optional[tuple] = None) -> Plan:
+         suggestions: bool = False, oldest: Optional[tuple] = None, engine: Optional[dict] = None) -> Plan:
     """oldest: the oldest kernel a module outside the kernel tree builds for (None: what
-    the module says, fix.compat)."""
+    the module says, fix.compat). engine: the options of the scan that judges the files
+    again (jobs, ncpus, max_cpus, kernel_tree; see rejudge())."""
     root = Path(report.root)
     version = tuple(report.kernel_version)
     result = Plan(root, target, version)
@@ -68,7 +78,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         result.notes.append(f"{API_HEADER} has no workqueue_set_global_max_active_cpus(): the reference "
                             "fixes need the patch series in kernel/ applied to build")
     by_file: dict = {}
-    for f in report.findings:
+    for f in _by_real_path(root, report.findings):
         if rule_ids and f.rule_id not in rule_ids:
             continue
         case = catalogue[f.rule_id].fix_case(target, version)
@@ -88,8 +98,22 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
             result.not_fixed.append(NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety))
             continue
         by_file.setdefault(f.path, []).append((f, case, why))
+    contents = {}
     for path in sorted(by_file):
-        change = _file_change(root, path, by_file[path], target, facts, result)
+        try:
+            contents[path] = read_source(root / path, root)
+        except SourceError as exc:
+            raise FixError(f"{path}: {exc}") from None
+    found = rejudge(root, catalogue, version, contents, **(engine or {})) if contents else {}
+    for path in sorted(by_file):
+        items = []
+        for f, case, why in by_file[path]:
+            now = found.get((f.rule_id, f.path, f.line, f.col))
+            if now is None:
+                result.not_fixed.append(NotFixed(f, NOT_FOUND_AGAIN, case.safety))
+            else:
+                items.append((now, case, why))
+        change = _file_change(path, contents[path], items, target, facts, result) if items else None
         if change is not None:
             result.changes.append(change)
     if result.changes and _is_module(root):
@@ -120,12 +144,38 @@ def _guard(result: Plan, span) -> None:
                             f"{', '.join(sorted(guarded))}")
 
 
-def _file_change(root: Path, rel: str, items: list, target: str, facts, result: Plan):
-    path = root / rel
-    try:
-        data = read_source(path)
-    except SourceError as exc:
-        raise FixError(f"{rel}: {exc}") from None
+def _by_real_path(root: Path, findings: list) -> list:
+    """The findings, each under its file's path with no symbolic link in it (relative to the
+    tree's real path), once per rule and call."""
+    import dataclasses
+
+    real_root = os.path.realpath(root)
+    out, seen = [], set()
+    for f in findings:
+        real = os.path.relpath(os.path.realpath(root / f.path), real_root).replace(os.sep, "/")
+        if real != f.path and not real.startswith("../"):
+            f = dataclasses.replace(f, path=real)
+        key = (f.rule_id, f.path, f.line, f.col)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def rejudge(root: Path, catalogue, version: tuple, contents: dict, jobs: int = 1, ncpus: int = 96,
+            max_cpus: int = 512, kernel_tree=None) -> dict:
+    """{(rule, path, line, column): finding} of a scan of the files contents names (rel ->
+    the bytes to edit), read from those bytes, the rest of the tree as it is, no index."""
+    from wqlint.scan.engine import Engine
+    from wqlint.scan.index import Overlay
+
+    engine = Engine([str(root / rel) for rel in sorted(contents)], catalogue, jobs=jobs, kernel_version=version,
+                    ncpus=ncpus, max_cpus=max_cpus, kernel_tree=kernel_tree, files=Overlay(root, contents),
+                    root=root)
+    return {(f.rule_id, f.path, f.line, f.col): f for f in engine.run().findings}
+
+
+def _file_change(rel: str, data: bytes, items: list, target: str, facts, result: Plan):
     src = SourceFile(rel, data)
     calls: dict = {}
     for f, case, why in items:

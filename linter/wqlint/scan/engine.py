@@ -146,9 +146,10 @@ class Engine:
     def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
                  ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
                  focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None,
-                 kernel_tree=None, files=None, store=None):
+                 kernel_tree=None, files=None, store=None, root: Optional[Path] = None):
         """files: how the tree's files are read (scan.index.TreeFiles; an Overlay for a
-        review: the tree as a patch series makes it).
+        review: the tree as a patch series makes it). root: the tree the paths are judged
+        in, when not the one they make alone (find_root): fix judges a tree's files again.
 
         store: True for the index kept between runs in the user's cache directory
         (wqlint.scan.store), a Store already opened for this tree, or None. Not used with a
@@ -172,7 +173,7 @@ class Engine:
         self.given = list(self.paths)
         linked, unfollowed = followed_links(self.paths)
         self.paths += linked
-        self.root = find_root(self.paths)
+        self.root = Path(root) if root is not None else find_root(self.paths)
         if unfollowed:
             more = f" and {len(unfollowed) - 3} more" if len(unfollowed) > 3 else ""
             self.notes.append("symbolic links not followed (they lead outside the package: the directory "
