@@ -82,6 +82,11 @@ def _analysis_options(command):
     return command
 
 
+def _min_severity_option(command):
+    return click.option("--min-severity", type=click.Choice(["note", "warning", "error"]), default=None,
+                        help="Report only findings this severe or more [the tree's .wqlint.yaml, else note].")(command)
+
+
 _CONTROL = None
 
 
@@ -154,9 +159,10 @@ def main():
 @click.option("--progress/--no-progress", default=None, help="Progress on stderr [when it is a terminal].")
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
+@_min_severity_option
 @_guarded("paths")
 def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, kernel_tree, progress,
-         cache):
+         cache, min_severity):
     """Scan PATHS (files or directories of a kernel tree) and report findings.
 
     Exit status: 0 clean, 1 findings, 2 usage or catalogue error, 3 some input could not be
@@ -185,6 +191,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
             report.kernel_version_source, report.kernel_version_source)
         report.notes.append(f"no findings in {', '.join(paths)} ({_c_files(paths)} .c/.h files searched; "
                             f"{kversion.show(report.kernel_version)} from {source})")
+    report.findings = _config(report.root, cat, min_severity).select(report.findings)
     _emit(FORMATS[fmt](report, cat), output, report, fmt)
 
 
@@ -200,6 +207,18 @@ def _c_files(paths) -> int:
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             count += sum(f.endswith((".c", ".h")) for f in files)
     return count
+
+
+def _config(root, cat, min_severity=None, max_findings=None):
+    """The tree's .wqlint.yaml (none: everything), with the command line's options over it."""
+    from wqlint import config
+    if not root:
+        return config.Config().override(min_severity, max_findings)
+    try:
+        return config.load(root, cat.ids()).override(min_severity, max_findings)
+    except config.ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
 
 
 def _path_error(exc):
@@ -314,6 +333,9 @@ def rules_cmd(markdown, rules_path):
               help="Fingerprints already reported, one a line: those findings are not reported again.")
 @click.option("--update-reported", is_flag=True,
               help="Add the fingerprints of the findings reported now to the --reported FILE.")
+@_min_severity_option
+@click.option("--max-findings", type=click.IntRange(1, None), default=None, metavar="N",
+              help="At most N introduced findings a patch, the most severe first [.wqlint.yaml, else all].")
 @click.option("--target-url", default="", metavar="URL",
               help="--format patchwork: the URL of the full report (the check's target_url).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
@@ -322,8 +344,8 @@ def rules_cmd(markdown, rules_path):
 @_kernel_tree_option
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
-def review(patches, tree, git_range, fmt, output, show_all, reported_path, update_reported, target_url, jobs,
-           kernel_version, cpus, max_cpus, rules_path, kernel_tree, cache):
+def review(patches, tree, git_range, fmt, output, show_all, reported_path, update_reported, min_severity,
+           max_findings, target_url, jobs, kernel_version, cpus, max_cpus, rules_path, kernel_tree, cache):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
 
@@ -373,6 +395,7 @@ def review(patches, tree, git_range, fmt, output, show_all, reported_path, updat
         sys.exit(3)
     except UsageError as exc:
         _path_error(exc)
+    result.select(_config(result.root if result.tree else "", cat, min_severity, max_findings))
     if fmt in QUIET_FORMATS:
         result.notes = []
     if update_reported:
@@ -496,6 +519,7 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
         raise click.UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(cat.ids())})")
     report = _tree_report(paths, cat, jobs or os.cpu_count() or 1, kernel_version, cpus, max_cpus,
                           findings_json, _kernel_for(kernel_tree, paths))
+    report.findings = _config(report.root, cat).select(report.findings)
     for err in report.errors:
         click.echo(str(err), err=True)
     try:

@@ -104,6 +104,21 @@ class Review:
                       notes=list(self.notes), kernel_version=self.kernel_version,
                       kernel_version_source=self.kernel_version_source)
 
+    def select(self, config) -> None:
+        """Keep what the configuration (the tree's .wqlint.yaml and the command line) asks for:
+        rules, severity, paths, and at most max_findings comments per patch."""
+        self.comments = [c for c in self.comments if config.keeps(c.finding)]
+        self.unanchored = config.select(self.unanchored)
+        self.preexisting = config.select(self.preexisting)
+        self.fixed = config.select(self.fixed)
+        if config.max_findings is not None:
+            from wqlint.config import cap
+            self.comments, left = cap(self.comments, config.max_findings)
+            for number in sorted({c.origin.patch for c in left}):
+                n = sum(1 for c in left if c.origin.patch == number)
+                self.notes.append(f"patch {number}: {n} more introduced finding{'s' if n != 1 else ''} not "
+                                  f"printed (at most {config.max_findings} a patch, the most severe first)")
+
     def fingerprint(self, finding) -> str:
         return self.fingerprints[id(finding)]
 
@@ -560,9 +575,11 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     queues_before = _queues(before_engine, moved)
     queues_after = _queues(after_engine, {})
     same = _pair(before.findings, after.findings, before_key)
+    named = {(prefix if treepath else "") + p for patch in patches for fd in patch.files
+             for p in (fd.old_path, fd.new_path) if p}
     for f in after.findings:
         if id(f) in same:
-            if show_all:
+            if show_all and f.path in named:  # (not the old findings of files it does not name)
                 result.preexisting.append(f)
             continue
         anchor = _anchor(f, added)

@@ -18,6 +18,7 @@ line and printed on stderr in sparse's format. One job per module:
 """
 from __future__ import annotations
 
+import os
 import sys
 
 # Imports are few and cheap here: Kbuild starts the checker once per file, and most files
@@ -50,6 +51,14 @@ def run_command(inv: Invocation, catalogue, also_sparse=False, kernel_version=No
     except CheckError as exc:
         print(f"wqlint check: {inv.file}: {exc}", file=sys.stderr)
         return 1
+    if findings:
+        from wqlint import config
+        from wqlint.checks import RULE_IDS
+        try:
+            findings = config.for_file(inv.file, RULE_IDS).select(findings, base=os.getcwd())
+        except config.ConfigError as exc:
+            print(f"wqlint check: {exc}", file=sys.stderr)
+            return 2
     if findings:
         from wqlint.finding import Report
         from wqlint.formatters import sparse
