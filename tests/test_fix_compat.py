@@ -88,6 +88,6 @@ def test_a_compat_branch_the_module_chooses_by_configure_is_left_alone(tmp_path)
     got = run("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", "--rule",
               "deprecated-system-workqueue", COMPAT)
     assert got.exit_code == 0 and got.stdout == ""
-    assert ("not fixed [deprecated-system-workqueue] (1): the call is in the branch of an #if wqlint cannot "
-            "decide (see the chain) whose other branch already makes the change: the module's code for "
-            "kernels without it, left as it is\n  wqcompat.c:42:2\n") in got.stderr
+    assert ("not fixed [deprecated-system-workqueue] (1): the call is in a branch of an #if whose other "
+            "branch already makes the change (see the chain): the module's code for kernels without the "
+            "replacement, left as it is\n  wqcompat.c:42:2\n") in got.stderr

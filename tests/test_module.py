@@ -293,3 +293,24 @@ def test_a_plain_name_defined_nowhere_is_said(tmp_path):
             for f in doc["findings"]] == [
         [(4, f"under '#if WQPLAIN_LEVEL >= 2': {said} (only a -D on the compiler's command line enables this code)")],
         [(7, f"under '#if !WQPLAIN_LEVEL': {said} (a -D on the compiler's command line disables this code)")]]
+
+
+@pytest.mark.kernel
+def test_compat_pair_on_a_kernel_with_the_replacement_backported(linux_6_12):
+    """Debian's 6.12.117 has system_percpu_wq, but the module's WQCOMPAT_NEW_QUEUES (a
+    version test of 6.17) takes the system_wq branch there: reported, saying that the other
+    branch uses the replacement, and left alone by fix."""
+    from helpers import run
+    doc, _ = scan_json("--kernel-tree", linux_6_12, "--no-cache", COMPAT)
+    got = {(f["line"], f["rule"]): f for f in doc["findings"] if f["rule"] == "deprecated-system-workqueue"}
+    assert sorted(got) == [(37, "deprecated-system-workqueue"), (42, "deprecated-system-workqueue")]
+    assert got[(37, "deprecated-system-workqueue")]["message"].endswith(
+        "(system_wq -> system_percpu_wq; the other branch of '#if WQCOMPAT_NEW_QUEUES' already uses "
+        "system_percpu_wq)")
+    assert [(s["line"], s["note"]) for s in got[(37, "deprecated-system-workqueue")]["chain"]][1] == (
+        34, "under the #else of '#if WQCOMPAT_NEW_QUEUES': taken for v6.12.117 (WQCOMPAT_NEW_QUEUES, "
+            "WQCOMPAT_VER_MIN() evaluated from its definition)")
+    fixed = run("fix", "--diff", "--target", "mainline", "--rule", "deprecated-system-workqueue",
+                "--kernel-tree", linux_6_12, COMPAT)
+    assert fixed.exit_code == 0 and fixed.stdout == ""
+    assert "  wqcompat.c:37:2\n  wqcompat.c:42:2\n" in fixed.stderr

@@ -90,9 +90,9 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
             result.not_fixed.append(NotFixed(f, why, case.safety))
             continue
         if "compat-branch" in f.hints:
-            result.not_fixed.append(NotFixed(f, "the call is in the branch of an #if wqlint cannot decide (see "
-                                                "the chain) whose other branch already makes the change: the "
-                                                "module's code for kernels without it, left as it is", case.safety))
+            result.not_fixed.append(NotFixed(f, "the call is in a branch of an #if whose other branch already "
+                                                "makes the change (see the chain): the module's code for kernels "
+                                                "without the replacement, left as it is", case.safety))
             continue
         if case.safety == "suggestion" and not suggestions:
             result.not_fixed.append(NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety))

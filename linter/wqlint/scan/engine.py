@@ -597,14 +597,15 @@ class Engine:
         return out
 
     def _compat_pair(self, src, conds, new: str) -> str:
-        """The text of an #if left undecided whose other branch already uses new (the
-        replacement of what this line uses): this line is the module's code for kernels
-        without it. '' when there is none."""
+        """The text of an #if whose other branch already uses new (the replacement of what
+        this line uses): this line is the module's code for kernels without it, whether the
+        #if is left undecided (a configure-generated HAVE_*) or taken for a kernel that has
+        the replacement before the version the module tests (a backport). '' when none."""
         if not new:
             return ""
         word = re.compile(rb"\b" + new.encode() + rb"\b")
-        for cond, truth, _nowhere, _why in conds:
-            if truth is None and word.search(block_text(src, cond.line)):
+        for cond, _truth, _nowhere, _why in conds:
+            if word.search(block_text(src, cond.line)):
                 return cond.text
         return ""
 
