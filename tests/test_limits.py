@@ -38,3 +38,19 @@ def test_review_git_takes_no_larger_series_than_a_patch_file(tmp_path):
     assert (from_git.returncode, error_lines(from_git.stderr)) == (
         3, ["Error: --git HEAD~1..HEAD: git format-patch: more than 32 MiB of output, not read"])
     assert os.path.getsize(patch) > 32 * 1024 * 1024
+
+
+def test_check_says_what_scan_says_of_a_file_with_too_many_allocations(tmp_path):
+    """scan refuses a file with more than 400 allocation lines (Error, exit 3); check skipped
+    it with exit 0 and no word."""
+    root = tiny_tree(tmp_path)
+    calls = "".join(f'\tw[{i}] = alloc_workqueue("q{i}", WQ_UNBOUND, m);\n' for i in range(450))
+    many = root / "drivers" / "demo" / "many.c"
+    many.write_text("#include <linux/workqueue.h>\nstatic struct workqueue_struct *w[450];\n"
+                    f"int many_init(void)\n{{\n\tint m = num_online_cpus();\n\n{calls}\treturn 0;\n}}\n")
+    problem = "more than 400 lines name alloc_workqueue(), the most wqlint analyses in one file; not analysed"
+    scanned = bounded(["scan", many])
+    assert (scanned.returncode, error_lines(scanned.stderr)) == (3, [f"Error: drivers/demo/many.c: {problem}"])
+    checked = bounded(["check", "-I", root / "include", "-D__KERNEL__", many], cwd=root, timeout=300)
+    assert checked.returncode == 1, checked.stderr
+    assert checked.stderr.splitlines() == [f"wqlint check: {many}: {problem}"]

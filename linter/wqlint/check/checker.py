@@ -130,6 +130,9 @@ class Checker:
         say("scanner ready")
         sites = eng.sites()
         say(f"{len(sites)} sites in the unit")
+        for e in eng.errors:
+            if e.path == self.unit_rel:  # the checked file itself was not analysed (too many calls)
+                raise CheckError(e.problem)
         try:
             tree_sites = facts.sites(self.rel, self.shown) if facts is not None else []
         except facts_mod.FactsError as exc:
