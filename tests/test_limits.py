@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from bounded import bounded, error_lines
 from test_robust import tiny_tree
 
@@ -54,3 +56,48 @@ def test_check_says_what_scan_says_of_a_file_with_too_many_allocations(tmp_path)
     checked = bounded(["check", "-I", root / "include", "-D__KERNEL__", many], cwd=root, timeout=300)
     assert checked.returncode == 1, checked.stderr
     assert checked.stderr.splitlines() == [f"wqlint check: {many}: {problem}"]
+
+
+def _catalogue_with(tmp_path, old: str, new: str):
+    from conftest import REPO
+    text = (REPO / "rules.yaml").read_text()
+    assert text.count(old) == 1
+    bad = tmp_path / "rules.yaml"
+    bad.write_text(text.replace(old, new))
+    return bad, 1 + text[:text.index(old)].count("\n")
+
+
+def test_an_unknown_placeholder_in_the_catalogue_is_refused_when_it_is_loaded(tmp_path):
+    """A {placeholder} the code does not fill in passed validation and failed later: an
+    internal error in scan, a traceback in check, for the first finding of that rule."""
+    root = tiny_tree(tmp_path)
+    demo = root / "drivers" / "demo" / "demo.c"
+    old = "Replace {entry}() by the call"
+    bad, line = _catalogue_with(tmp_path, old, old.replace("{entry}", "{entyr}"))
+    line -= 1  # a block scalar: its node starts on the key's line
+    want = [f"Error: {bad}:{line}: migration: unknown placeholder {{entyr}} (known: {{entry}}, {{new}}, {{old}})"]
+    for cmd in (["rules"], ["explain", "legacy-create-workqueue"], ["scan", root]):
+        got = bounded([*cmd, "--rules", bad])
+        assert (got.returncode, got.stderr.splitlines()) == (2, want), got.stderr
+    got = bounded(["check", "--rules", bad, "-I", root / "include", "-D__KERNEL__", demo], cwd=root)
+    assert (got.returncode, got.stderr.splitlines()) == (2, want), got.stderr
+
+
+@pytest.mark.parametrize("old,new,problem", [
+    ("drops WQ_UNBOUND: max_active = {max_active} becomes", "drops WQ_UNBOUND: max_active = {max_active.real} becomes",
+     "introduced-by.drops WQ_UNBOUND: unknown placeholder {max_active.real} (known: {max_active}, {version})"),
+    ("Pass {new}: a queue", "Pass {new: a queue",
+     "migration: unmatched '{' in format spec (write {{ or }} for a brace)"),
+])
+def test_placeholders_are_plain_known_fields(tmp_path, old, new, problem):
+    bad, line = _catalogue_with(tmp_path, old, new)
+    got = bounded(["rules", "--rules", bad])
+    assert (got.returncode, got.stderr.splitlines()) == (2, [f"Error: {bad}:{line}: {problem}"])
+
+
+@pytest.mark.parametrize("command", [["rules"], ["explain", "missing-affinity-flag"]])
+def test_a_catalogue_nested_without_end_is_one_line(tmp_path, command):
+    bad = tmp_path / "rules.yaml"
+    bad.write_text("rules:\n  - " + "[" * 100_000 + "]" * 100_000 + "\n")
+    got = bounded([*command, "--rules", bad])
+    assert (got.returncode, got.stderr.splitlines()) == (2, [f"Error: {bad}:1: not valid YAML: nested too deeply"])

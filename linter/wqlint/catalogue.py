@@ -6,6 +6,7 @@ key, a duplicate id or a bad value is a CatalogueError that names ``rules.yaml:L
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -38,6 +39,41 @@ _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
 
 class CatalogueError(Exception):
     """A problem in rules.yaml; str() is 'path:line: problem'."""
+
+
+# The fields a text of each kind may name, as {field}: what the code fills in. A text naming
+# any other field is refused when the catalogue is loaded, so filling one in never fails.
+PLACEHOLDERS = {
+    "migration": ("entry", "new", "old"),  # the call's name; a queue's replacement and old name
+    "introduced-by": ("max_active", "version"),  # the call's new max_active; the scanned version
+    "why": ("version",),  # the scanned version
+}
+
+
+class _Unfilled(dict):
+    def __missing__(self, key):  # a field this finding has no value for stays as written
+        return "{" + key + "}"
+
+
+def fill(text: str, **fields) -> str:
+    """text with its {field}s filled in (the catalogue's texts are checked at load: every
+    field one names is a known one, and braces are balanced)."""
+    return text.format_map(_Unfilled(fields))
+
+
+def _template(path, node, text: str, kind: str, what: str) -> str:
+    """text, checked to name only the fields of kind (PLACEHOLDERS) as plain {field}s."""
+    allowed = PLACEHOLDERS[kind]
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise _err(path, node, f"{what}: {exc} (write {{{{ or }}}} for a brace)") from None
+    for _literal, field, spec, conversion in parts:
+        if field is not None and (field not in allowed or spec or conversion):
+            known = ", ".join("{" + f + "}" for f in allowed)
+            shown = "{" + field + ("!" + conversion if conversion else "") + (":" + spec if spec else "") + "}"
+            raise _err(path, node, f"{what}: unknown placeholder {shown} (known: {known})")
+    return text
 
 
 @dataclass(frozen=True)
@@ -92,7 +128,7 @@ class Rule:
         {entry} and the other fields are filled in."""
         texts: dict[str, str] = dict(self.migration)
         text = texts.get(case, texts["default"])
-        return text.format(**fields) if fields else text
+        return fill(text, **fields)
 
     def change_text(self, change: str):
         """What review says when a patch makes this rule's finding true by change, or None."""
@@ -224,8 +260,9 @@ def _fix_targets(path, node) -> tuple:
             if safety not in FIX_CASE_SAFETY:
                 raise _err(path, entries["safety"][1],
                            f"safety '{safety}' is not one of {', '.join(FIX_CASE_SAFETY)}")
+            why = " ".join(_string(path, entries["why"][1], "why").split())
             cases.append(FixCase(_versions(path, entries["versions"][1], "versions"), edit, safety,
-                                 " ".join(_string(path, entries["why"][1], "why").split())))
+                                 _template(path, entries["why"][1], why, "why", f"fix.targets.{name} why")))
         out.append((name, tuple(cases)))
     return tuple(out)
 
@@ -241,6 +278,8 @@ def _message(path, node, what="message") -> str:
     message = _string(path, node, what)
     if "\n" in message.strip():
         raise _err(path, node, f"{what} must be one line")
+    if "{" in message or "}" in message:  # nothing is filled in: a {field} would be printed as is
+        raise _err(path, node, f"{what}: no placeholders here ({{ or }}): a message is printed as written")
     return message.strip()
 
 
@@ -293,7 +332,8 @@ def _rule(path, node) -> Rule:
             if not _CHANGE_RE.match(key):
                 raise _err(path, knode, f"introduced-by: '{key}' is not 'drops FLAG', 'adds FLAG' "
                                         f"or 'changes max_active'")
-            introduced.append((key, " ".join(_string(path, vnode, f"introduced-by.{key}").split())))
+            text = " ".join(_string(path, vnode, f"introduced-by.{key}").split())
+            introduced.append((key, _template(path, vnode, text, "introduced-by", f"introduced-by.{key}")))
     migration = _migration(path, get("migration"))
     subject = _string(path, get("subject"), "subject").strip()
     if "\n" in subject or len(subject) > 60:
@@ -318,8 +358,10 @@ def _rule(path, node) -> Rule:
 def _migration(path, node) -> tuple:
     """`migration: text`, or a mapping of cases to texts with a `default` case."""
     if not isinstance(node, yaml.MappingNode):
-        return (("default", " ".join(_string(path, node, "migration").split())),)
-    cases = [(key, " ".join(_string(path, vnode, f"migration.{key}").split()))
+        text = " ".join(_string(path, node, "migration").split())
+        return (("default", _template(path, node, text, "migration", "migration")),)
+    cases = [(key, _template(path, vnode, " ".join(_string(path, vnode, f"migration.{key}").split()),
+                             "migration", f"migration.{key}"))
              for key, (_, vnode) in _mapping(path, node, "migration").items()]
     if "default" not in dict(cases):
         raise _err(path, node, "migration: the cases need a 'default'")
@@ -348,6 +390,8 @@ def load(path=None) -> Catalogue:
             root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:  # (the composer recurses once per level of nesting)
+        raise CatalogueError(f"{name}:1: not valid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import kversion
+from wqlint.catalogue import fill
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
@@ -694,8 +695,8 @@ def _what_changed(finding, before: dict, after: dict, catalogue, version) -> str
                         f"changes max_active to {new.max_active_text or 'another value'}" for c in changes)
     if consequence is None:
         return f"this patch {said}"
-    return f"this patch {said}: " + consequence.format(max_active=new.max_active_text,
-                                                       version=kversion.show(version))
+    return f"this patch {said}: " + fill(consequence, max_active=new.max_active_text,
+                                         version=kversion.show(version))
 
 
 def _anchor(finding: Finding, added: dict) -> tuple[str, int, Origin] | None:

@@ -101,7 +101,7 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
         raise ToolError(f"{what}: no answer in {timeout:g} s") from None
     except _TooMuch:
         _kill(proc)
-        raise ToolError(f"{what}: more than {_size(limit)} of output, not read") from None
+        raise ToolError(f"{what}: more than {_size(limit or 0)} of output, not read") from None
     except BaseException:
         _kill(proc)
         raise
@@ -125,51 +125,52 @@ def _bounded(proc: subprocess.Popen, input: bytes | None, timeout: float, limit:
     import selectors
     import time
 
+    assert proc.stdout is not None and proc.stderr is not None
     deadline = time.monotonic() + timeout
-    out: list = []
-    err: list = []
-    sizes = {proc.stdout: 0, proc.stderr: 0}
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    got: dict = {out_fd: [], err_fd: []}
+    sizes = {out_fd: 0, err_fd: 0}
     pending = memoryview(input or b"")
+    in_fd = -1
     with selectors.DefaultSelector() as sel:
         if proc.stdin is not None:
             if pending:
-                os.set_blocking(proc.stdin.fileno(), False)
-                sel.register(proc.stdin, selectors.EVENT_WRITE)
+                in_fd = proc.stdin.fileno()
+                os.set_blocking(in_fd, False)
+                sel.register(in_fd, selectors.EVENT_WRITE)
             else:
                 proc.stdin.close()
                 proc.stdin = None  # (closed: communicate() in _kill() must not flush it)
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        sel.register(proc.stderr, selectors.EVENT_READ)
+        sel.register(out_fd, selectors.EVENT_READ)
+        sel.register(err_fd, selectors.EVENT_READ)
         while sel.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
                 raise subprocess.TimeoutExpired(proc.args, timeout)
             for key, _events in sel.select(left):
-                stream = key.fileobj
-                if stream is proc.stdin:
+                fd = key.fd
+                if fd == in_fd:
                     try:
-                        done = os.write(stream.fileno(), pending[:65536])
+                        done = os.write(fd, pending[:65536])
                     except BrokenPipeError:
                         done = len(pending)
                     pending = pending[done:]
-                    if not pending:
-                        sel.unregister(stream)
-                        stream.close()
+                    if not pending and proc.stdin is not None:
+                        sel.unregister(fd)
+                        proc.stdin.close()
                         proc.stdin = None
                     continue
-                chunk = os.read(stream.fileno(), 65536)
+                chunk = os.read(fd, 65536)
                 if not chunk:
-                    sel.unregister(stream)
+                    sel.unregister(fd)
                     continue
-                sizes[stream] += len(chunk)
-                if stream is proc.stdout:
-                    if sizes[stream] > limit:
-                        raise _TooMuch()
-                    out.append(chunk)
-                elif sizes[stream] <= 1024 * 1024:
-                    err.append(chunk)
+                sizes[fd] += len(chunk)
+                if fd == out_fd and sizes[fd] > limit:
+                    raise _TooMuch()
+                if fd == out_fd or sizes[fd] <= 1024 * 1024:
+                    got[fd].append(chunk)
     proc.wait(max(0.0, deadline - time.monotonic()))
-    return b"".join(out), b"".join(err)
+    return b"".join(got[out_fd]), b"".join(got[err_fd])
 
 
 def _kill(proc: subprocess.Popen) -> None:

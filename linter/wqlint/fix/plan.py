@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, kversion, safeio
+from wqlint import api, catalogue as catalogue_mod, kversion, safeio
 from wqlint.finding import Finding, Report
 from wqlint.fix import compat, edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
@@ -85,7 +85,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         if case is None:
             result.not_fixed.append(NotFixed(f, f"no {target} fix for {kversion.show(version)}"))
             continue
-        why = case.why.replace("{version}", kversion.show(version))
+        why = catalogue_mod.fill(case.why, version=kversion.show(version))
         if case.edit == "none":
             result.not_fixed.append(NotFixed(f, why, case.safety))
             continue
