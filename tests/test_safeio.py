@@ -56,6 +56,13 @@ def _write_only(mode) -> bool:
     return False  # open(path): read
 
 
+def _safe_yaml(call: ast.Call) -> bool:
+    """yaml.load(text, Loader=...SafeLoader): a bounded text (read through safeio) parsed
+    into plain data, never objects."""
+    return any(kw.arg == "Loader" and any(isinstance(n, ast.Attribute) and n.attr == "SafeLoader"
+                                          for n in ast.walk(kw.value)) for kw in call.keywords)
+
+
 def raw_reads(path: Path, text: str) -> list:
     """(line, what) of each read in the module that bypasses safeio."""
     out = []
@@ -76,7 +83,7 @@ def raw_reads(path: Path, text: str) -> list:
             elif f.attr == "open" and owner not in _OPENERS and node.args \
                     and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                 what = "Path.open()"
-            elif (owner, f.attr) in _DECODERS:
+            elif (owner, f.attr) in _DECODERS and not _safe_yaml(node):
                 what = f"{owner}.{f.attr}()"
             elif owner == "os" and f.attr in ("read", "pread", "readv"):
                 what = f"os.{f.attr}()"
@@ -113,6 +120,7 @@ def test_no_read_bypasses_safeio():
     ("p.open('rb')", "Path.open()"),
     ("zlib.decompress(b)", "zlib.decompress()"),
     ("json.loads(b)", "json.loads()"),
+    ("yaml.load(t)", "yaml.load()"),
     ("handle.read()", ".read() without a bound"),
 ])
 def test_the_scan_sees_each_kind_of_raw_read(snippet, what):
