@@ -159,6 +159,9 @@ stall_args='rcupdate.rcu_cpu_stall_timeout=300'
 boot() {
 	local out=$1 pid waited=0
 	shift
+	# Empty before the guest starts: the poll below must not read the console of the
+	# boot before (qemu's shell truncates it only when it gets to run).
+	: > "$out"
 	(cd "$tree/tools/testing/kunit" && exec timeout "$timeout" nice -n 10 qemu-system-x86_64 \
 		-nodefaults -m 1024 -kernel "$build/arch/x86/boot/bzImage" \
 		-append "kunit.enable=1 console=ttyS0 kunit_shutdown=reboot $stall_args" -no-reboot \

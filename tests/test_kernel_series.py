@@ -89,3 +89,28 @@ def test_stable_6_12_backport_applies_is_checkpatch_clean_and_passes_kunit_on_bo
     # every case passed, and no kernel warning on the console but those of wq_test_misuse
     assert summaries == [("1llc", "16", "16", ""), ("2llc", "16", "16", "")], summaries
     assert "checkpatch: clean" in out and "kernel series: OK" in out
+
+
+def test_a_boot_waits_for_its_own_suite_not_an_earlier_console(tmp_path):
+    """kernel/test.sh's boot() waits until the console shows "KTAP version". The console file
+    of the run before holds that line: it must not count for a guest that never reaches the
+    suite (boot() returns 125, "tried again"), whenever the guest's shell gets to truncate the
+    file. boot() alone, with a qemu that prints nothing, and no time to boot: twenty boots, so
+    that a race the parent wins one time in a few cannot pass."""
+    script = (REPO / "kernel" / "test.sh").read_text()
+    boot = re.search(r"^boot\(\) \{\n.*?^\}\n", script, re.M | re.S).group(0)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    qemu = bindir / "qemu-system-x86_64"
+    qemu.write_text("#!/bin/sh\nsleep 1\n")
+    qemu.chmod(0o755)
+    (tmp_path / "tree" / "tools" / "testing" / "kunit").mkdir(parents=True)
+    console = tmp_path / "console.log"
+    earlier = "[    5.1] KTAP version 1\nKTAP version 1\n1..1\nok 1 workqueue\n"
+    loop = (f"for n in $(seq 20); do printf '%s' '{earlier}' > {console}; status=0; "
+            f"boot {console} || status=$?; echo \"status=$status\"; done")
+    got = subprocess.run(["bash", "-c", f"set -euo pipefail\ntree={tmp_path / 'tree'} build={tmp_path} "
+                          f"timeout=60 boot_timeout=0 stall_args=\n{boot}\n{loop}"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}"))
+    assert got.stdout.split() == ["status=125"] * 20, got.stdout + got.stderr
