@@ -200,7 +200,7 @@ def test_linked_sources_inside_the_package_are_scanned_once(tmp_path):
     doc, result = scan_json("--kernel-version", "7.3", "--no-cache", pkg / "mod")
     assert doc["root"] == str(pkg)  # the findings are where the files lie
     assert [(f["path"], f["line"]) for f in doc["findings"]] == [("common/wq.c", 4), ("shared/extra.c", 4)]
-    assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf or .git, "\
+    assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf, "\
            f"else the one scanned): {pkg}/mod/far -> ../../elsewhere, " \
            f"{pkg}/mod/gone.c -> ../nothing.c (leads nowhere)" in result.stderr
     # The whole package: each file once, though two module directories link to common/.
@@ -212,7 +212,7 @@ def test_without_a_package_links_out_of_the_directory_are_said(tmp_path):
     pkg = linked_package(tmp_path, marker=False)
     doc, result = scan_json("--kernel-version", "7.3", "--no-cache", pkg / "mod")
     assert doc["findings"] == []
-    assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf or .git, else the one scanned): " \
+    assert "symbolic links not followed (they lead outside the package: the directory holding dkms.conf, else the one scanned): " \
            f"{pkg}/mod/common -> ../common, {pkg}/mod/far -> ../../elsewhere, {pkg}/mod/extra.c -> " \
            "../shared/extra.c and 1 more" in result.stderr
 

@@ -81,13 +81,15 @@ def find_root(paths: list) -> Path:
     return root
 
 
-PACKAGE_MARKERS = ("dkms.conf", ".git")
+# What marks a module's package. Not .git: a home directory kept in git would make the
+# package, and so the tree searched, the whole home.
+PACKAGE_MARKERS = ("dkms.conf",)
 MAX_LINKS = 1000  # symbolic links looked at under the given directories
 
 
 def package_of(path: Path) -> Path:
     """The package a module's directory belongs to: the nearest directory at or above it
-    holding dkms.conf (a DKMS source package) or .git; else the directory itself."""
+    holding dkms.conf (a DKMS source package); else the directory itself."""
     for cand in [path, *path.parents]:
         if any((cand / m).exists() for m in PACKAGE_MARKERS):
             return cand
@@ -177,7 +179,7 @@ class Engine:
         if unfollowed:
             more = f" and {len(unfollowed) - 3} more" if len(unfollowed) > 3 else ""
             self.notes.append("symbolic links not followed (they lead outside the package: the directory "
-                              "holding dkms.conf or .git, else the one scanned): " + ", ".join(unfollowed[:3]) + more)
+                              "holding dkms.conf, else the one scanned): " + ", ".join(unfollowed[:3]) + more)
         self.targets = []
         for p in self.paths:
             try:
