@@ -106,3 +106,17 @@ def test_evaluate_through_macros(expr, at_61, at_612):
 def test_predefined(name, predefined_):
     from wqlint.scan.cpp import predefined
     assert predefined(name) is predefined_
+
+
+def test_expansion_is_bounded():
+    """Macros of many (agreeing) definitions each calling the next: 4^6 bodies to evaluate;
+    the work stops, undecided."""
+    table = {f"M{i}": [(["x"], f"M{i + 1}(x) + {k - k}") for k in range(4)] for i in range(6)}
+    table["M6"] = [(["x"], "x")]
+    calls = []
+
+    def macros(name, arity):
+        calls.append(name)
+        return table.get(name)
+    assert evaluate("M0(1) > 0", V61, unknown, macros) is None
+    assert len(calls) < 300

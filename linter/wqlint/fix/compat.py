@@ -22,7 +22,9 @@ from wqlint import api, kversion, safeio
 _TEST_RE = re.compile(r"KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
 _DKMS_RE = re.compile(r'^\s*(BUILD_EXCLUSIVE_KERNEL(?:_MIN)?)\s*=\s*"?([^"\n]*)"?\s*$', re.M)
 MAX_FILES = 2000  # module files read for their version tests
-MAX_BYTES = 4 << 20
+MAX_BYTES = 4 << 20  # of one file
+MAX_TOTAL = 64 << 20  # of all of them
+MAX_PATTERN = 256  # characters of a BUILD_EXCLUSIVE_KERNEL pattern tried
 
 
 class Range:
@@ -77,7 +79,7 @@ def _from_dkms(path: Path, root: Path) -> Optional[Range]:
         except ValueError:
             pass
     pattern = fields.get("BUILD_EXCLUSIVE_KERNEL")
-    if pattern:
+    if pattern and len(pattern) <= MAX_PATTERN:
         try:
             regex = re.compile(pattern)
         except re.error:
@@ -97,10 +99,10 @@ def _from_dkms(path: Path, root: Path) -> Optional[Range]:
 def _lowest_test(root: Path) -> Optional[tuple]:
     """The lowest version the module's files compare LINUX_VERSION_CODE with."""
     lowest = None
-    count = 0
+    count = total = 0
     for path in sorted(root.rglob("*.[ch]")):
         count += 1
-        if count > MAX_FILES:
+        if count > MAX_FILES or total > MAX_TOTAL:
             break
         if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue
@@ -108,6 +110,7 @@ def _lowest_test(root: Path) -> Optional[tuple]:
             text = safeio.read_text(path, MAX_BYTES, root, errors="replace")
         except safeio.InputRefused:
             continue
+        total += len(text)
         if "LINUX_VERSION_CODE" not in text:
             continue
         for line in text.splitlines():

@@ -226,6 +226,7 @@ def tokenize(expr: str) -> Optional[list]:
 
 
 MAX_EXPANSION_DEPTH = 8  # macros expanding macros in one #if (the kernel's deepest: 3)
+MAX_EXPANSIONS = 256  # bodies evaluated for one #if: macros with many definitions nest
 
 
 class _Parser:
@@ -235,9 +236,10 @@ class _Parser:
     LEVELS = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="),
               ("<<", ">>"), ("+", "-"), ("*", "/", "%")]
 
-    def __init__(self, tokens, code, defined, macros=None, depth=0):
+    def __init__(self, tokens, code, defined, macros=None, depth=0, spent=None):
         self.t, self.i, self.code, self.defined = tokens, 0, code, defined
         self.macros, self.depth = macros, depth
+        self.spent = spent if spent is not None else [0]  # bodies evaluated, shared by the nested parsers
 
     def peek(self):
         return self.t[self.i] if self.i < len(self.t) else (None, None)
@@ -345,6 +347,9 @@ class _Parser:
             return None
         values = set()
         for params, body in bodies:
+            self.spent[0] += 1
+            if self.spent[0] > MAX_EXPANSIONS:
+                return None
             tokens = tokenize(body)
             if tokens is None:
                 return None
@@ -353,7 +358,7 @@ class _Parser:
                 tokens = [t for tok in tokens
                           for t in ([("op", "(")] + bound[tok[1]] + [("op", ")")]
                                     if tok[0] == "id" and tok[1] in bound else [tok])]
-            sub = _Parser(tokens, self.code, self.defined, self.macros, self.depth + 1)
+            sub = _Parser(tokens, self.code, self.defined, self.macros, self.depth + 1, self.spent)
             try:
                 value = sub.ternary()
             except (_Unknown, IndexError):
