@@ -525,7 +525,7 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     try:
         result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest,
                                engine=dict(jobs=jobs or os.cpu_count() or 1, ncpus=cpus, max_cpus=max_cpus,
-                                           kernel_tree=_kernel_for(kernel_tree, paths)))
+                                           kernel_tree=_kernel_for(kernel_tree, paths), cache=True))
     except plan_mod.FixError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(3)

@@ -163,15 +163,16 @@ def _by_real_path(root: Path, findings: list) -> list:
 
 
 def rejudge(root: Path, catalogue, version: tuple, contents: dict, jobs: int = 1, ncpus: int = 96,
-            max_cpus: int = 512, kernel_tree=None) -> dict:
+            max_cpus: int = 512, kernel_tree=None, cache: bool = False) -> dict:
     """{(rule, path, line, column): finding} of a scan of the files contents names (rel ->
-    the bytes to edit), read from those bytes, the rest of the tree as it is, no index."""
+    the bytes to edit), read from those bytes; the rest of the tree as it is (cache: as
+    the index, which answers as the tree does, gives it)."""
     from wqlint.scan.engine import Engine
     from wqlint.scan.index import Overlay
 
     engine = Engine([str(root / rel) for rel in sorted(contents)], catalogue, jobs=jobs, kernel_version=version,
                     ncpus=ncpus, max_cpus=max_cpus, kernel_tree=kernel_tree, files=Overlay(root, contents),
-                    root=root)
+                    root=root, store=True if cache and kernel_tree is None else None)
     return {(f.rule_id, f.path, f.line, f.col): f for f in engine.run().findings}
 
 
