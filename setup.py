@@ -15,7 +15,8 @@ HERE = Path(__file__).resolve().parent
 # (source at the top of the repository, glob, destination inside the wqlint package)
 PROJECT_DATA = [("rules.yaml", None, "rules.yaml"),
                 ("semantic-patches", "*.cocci", "semantic-patches"),
-                ("semantic-patches", "README.md", "semantic-patches")]
+                ("semantic-patches", "README.md", "semantic-patches"),
+                ("docs", "rules.md", "docs")]  # what SARIF's helpUri points at
 
 
 class BuildWithProjectData(build_py):

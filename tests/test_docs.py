@@ -14,6 +14,14 @@ def test_rules_page_table_matches_catalogue():
     assert table == run("rules", "--markdown").stdout
 
 
+def test_rules_page_sections_match_catalogue():
+    text = (DOCS / "rules.md").read_text()
+    sections = text.split("<!-- rules-docs-start -->\n")[1].split("<!-- rules-docs-end -->")[0]
+    assert sections == run("rules", "--markdown-docs").stdout
+    ids = [ln.split()[1] for ln in sections.splitlines() if ln.startswith("## ")]
+    assert ids == [ln.split("`")[1] for ln in text.splitlines() if ln.startswith("| `")]
+
+
 def test_readme_starts_with_the_two_commands():
     lines = (REPO / "README.md").read_text().splitlines()
     assert lines[3].startswith("scripts/demo") and lines[4].startswith("scripts/test")

@@ -159,6 +159,15 @@ class Rule:
                 return next((c for c in cases if c.versions.contains(version)), None)
         return None
 
+    def doc_markdown(self) -> str:
+        """The rule's section of docs/rules.md: doc_text() under a heading that is its id (the
+        anchor SARIF's helpUri points at)."""
+        lines = self.doc_text().splitlines()
+        out = [f"## {self.id}", "", f"Severity: {self.severity_text()}."]
+        for line in lines[1:]:
+            out.append("### " + line[3:] if line.startswith("## ") else line)
+        return "\n".join(out).rstrip("\n") + "\n"
+
     def doc_text(self) -> str:
         """The rule's help page, as printed by `wqlint explain`."""
         titles = {

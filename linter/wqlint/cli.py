@@ -182,7 +182,8 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     if engine == "coccinelle":
         report = _coccinelle(list(paths), cat, jobs, kernel_version, kernel)
     else:
-        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel, cache)
+        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel, cache,
+                          suppressed=fmt == "sarif")
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
     if fmt == "text" and not report.findings and not report.errors:
@@ -191,7 +192,9 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
             report.kernel_version_source, report.kernel_version_source)
         report.notes.append(f"no findings in {', '.join(paths)} ({_c_files(paths)} .c/.h files searched; "
                             f"{kversion.show(report.kernel_version)} from {source})")
-    report.findings = _config(report.root, cat, min_severity).select(report.findings)
+    selected = _config(report.root, cat, min_severity)
+    report.findings = selected.select(report.findings)
+    report.suppressed = [(f, why) for f, why in report.suppressed if selected.keeps(f)]
     _emit(FORMATS[fmt](report, cat), output, report, fmt)
 
 
@@ -302,10 +305,14 @@ def explain(rule_id, rules_path):
 
 @main.command("rules")
 @click.option("--markdown", is_flag=True, help="The rule table of docs/rules.md.")
+@click.option("--markdown-docs", is_flag=True, help="The rules' sections of docs/rules.md.")
 @click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None)
-def rules_cmd(markdown, rules_path):
+def rules_cmd(markdown, markdown_docs, rules_path):
     """List the rules of the catalogue."""
     cat = _load_catalogue(rules_path)
+    if markdown_docs:
+        click.echo("\n".join(rule.doc_markdown() for rule in cat.rules), nl=False)
+        return
     if not markdown:
         for rule in cat.rules:
             click.echo(f"{rule.id:32} {rule.severity:8} {rule.message}")
@@ -468,13 +475,15 @@ def _reported_text(path, new) -> str:
     return old + "".join(fp + "\n" for fp in add)
 
 
-def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=True):
+def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=True,
+             suppressed=False):
     """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
     from wqlint.scan.engine import UsageError, scan as ts_scan
 
     try:
         return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
-                       ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel, cache=cache)
+                       ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel, cache=cache,
+                       suppressed=suppressed)
     except UsageError as exc:
         _path_error(exc)
 

@@ -194,6 +194,7 @@ class Report:
     kernel_version_source: str = ""
     files_scanned: int = 0
     grep_rounds: int = 0  # searches of the tree the scan made (none when the index answered)
+    suppressed: list = field(default_factory=list)  # (Finding, justification) a comment hides
 
     def exit_code(self) -> int:
         if self.errors:

@@ -14,9 +14,18 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "note": "note"}
 
 
+def help_uri(rule_id: str) -> str:
+    """Where a rule's documentation is: its section of docs/rules.md, in the checkout wqlint
+    runs from or the copy a wheel carries (project_files)."""
+    from wqlint.project_files import locate
+
+    return (locate("docs", "WQLINT_DOCS") / "rules.md").resolve().as_uri() + "#" + rule_id
+
+
 def _rule(rule) -> dict:
     return {
         "id": rule.id,
+        "helpUri": help_uri(rule.id),
         "name": "".join(w.capitalize() for w in rule.id.split("-")),
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": " ".join(rule.docs["what-it-does"].split())},
@@ -65,6 +74,18 @@ def format(report, catalogue) -> str:
             result["codeFlows"] = [{"threadFlows": [{"locations": [
                 {"location": _location(s.path, s.line, message=s.note)} for s in f.chain]}]}]
         results.append(result)
+    # What a comment suppresses is listed too, with the comment's reason: a viewer shows it as
+    # suppressed, and a later run without the comment is the same result (same fingerprints).
+    hidden = stable_fingerprints([f for f, _ in report.suppressed])
+    for f, why in report.suppressed:
+        results.append({
+            "ruleId": f.rule_id, "ruleIndex": ids.index(f.rule_id), "level": LEVELS[f.severity],
+            "message": {"text": f.message + (f"\nFix: {f.migration}" if f.migration else "")},
+            "locations": [_location(f.path, f.line, f.col, f.end_col)],
+            "partialFingerprints": {"wqlintFingerprint/v2": f.fingerprint(), "wqlintStable/v1": hidden[id(f)]},
+            "suppressions": [{"kind": "inSource", "status": "accepted",
+                              **({"justification": why} if why else {})}],
+        })
     run = {
         "tool": {"driver": {"name": "wqlint", "version": __version__,
                             "informationUri": "https://docs.kernel.org/core-api/workqueue.html",

@@ -39,6 +39,26 @@ class UsageError(Exception):
     pass
 
 
+def _suppression(src, ln: int, line: int):
+    """The suppression comment on line ln for a call on line: on the call's line, or on a
+    line of its own above it (not the trailing comment of the statement above)."""
+    text = src.line_text(ln)
+    if ln != line and not text.lstrip().startswith(("/*", "//", "*")):
+        return None
+    return _SUPPRESS_RE.search(text)
+
+
+def _justification(src, line) -> str:
+    """The words after a suppression comment's rule list, up to the end of the comment."""
+    for ln in (line - 1, line):
+        text = src.line_text(ln)
+        m = _suppression(src, ln, line)
+        if m:
+            rest = text[m.end():].split("*/", 1)[0]
+            return " ".join(rest.strip().lstrip(":-").split())
+    return ""
+
+
 def kernel_tree_of(path: Path) -> Optional[Path]:
     """The kernel tree holding path (the nearest directory with a Makefile and include/linux),
     or None."""
@@ -158,6 +178,7 @@ class Engine:
         separate kernel tree (kernel_tree), whose files it does not follow."""
         self.catalogue = catalogue
         self.jobs = jobs
+        self.keep_suppressed = False  # run() lists what suppression comments hide, too
         # Files whose changes are of interest (review): only allocations in their subsystems
         # are resolved, as chains are only followed within related subsystems (resolve.related).
         self.focus = focus
@@ -659,11 +680,27 @@ class Engine:
                     end_line=line + call.end_point[0] - name.start_point[0],
                     arg_texts=tuple(" ".join(parser.text(a).split()) for a in args), name=name_args)
 
+    def suppressions(self, sites) -> list:
+        """(finding, justification) of what suppression comments hide at these judged sites:
+        `/* wqlint: ignore[rule] reason */` gives 'reason' (SARIF's suppressions)."""
+        from dataclasses import replace
+
+        out = []
+        for site in sites:
+            if not site.suppressed:
+                continue
+            src = self.index.source(site.path)
+            why = _justification(src, site.line) if src is not None else ""
+            for f in judge([replace(site, suppressed=frozenset())], self.check_context):
+                if "*" in site.suppressed or f.rule_id in site.suppressed:
+                    out.append((f, why))
+        return out
+
     @staticmethod
     def _suppressed(src, line) -> frozenset:
         ids: set[str] = set()
         for ln in (line - 1, line):
-            m = _SUPPRESS_RE.search(src.line_text(ln))
+            m = _suppression(src, ln, line)
             if m:
                 listed = m.group(1) or m.group(2)
                 if listed is None:
@@ -851,6 +888,8 @@ class Engine:
                         kernel_version=self.version, kernel_version_source=self.version_source,
                         files_scanned=got["files_scanned"])
         report.grep_rounds = self.index.grep_rounds
+        if self.keep_suppressed:
+            report.suppressed = self.suppressions(self.judged_sites + got["uses"])
         return report
 
     def _scan_key(self):
@@ -1005,6 +1044,9 @@ def open_store(root: Path):
 
 
 def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None,
-         kernel_tree=None, cache=False) -> Report:
-    return Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress,
-                  kernel_tree=kernel_tree, store=True if cache else None).run()
+         kernel_tree=None, cache=False, suppressed=False) -> Report:
+    """suppressed: also list what suppression comments hide (Report.suppressed)."""
+    engine = Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress,
+                    kernel_tree=kernel_tree, store=True if cache else None)
+    engine.keep_suppressed = suppressed
+    return engine.run()
