@@ -18,7 +18,7 @@ def _load_catalogue(path):
     try:
         return catalogue_mod.load(path)
     except catalogue_mod.CatalogueError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        _stderr(f"Error: {exc}")
         sys.exit(2)
 
 
@@ -87,17 +87,18 @@ def _min_severity_option(command):
                         help="Report only findings this severe or more [the tree's .wqlint.yaml, else note].")(command)
 
 
-_CONTROL = None
-
-
 def _printable(text: str) -> str:
-    """text without control characters but tab and newline: a file name or a patch's Subject
-    with an escape sequence must not reach the terminal (JSON escapes them itself)."""
-    global _CONTROL
-    if _CONTROL is None:
-        import re
-        _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-    return _CONTROL.sub("?", text)
+    """A text format's output, each of its lines printable() (a file name or a patch's Subject
+    with an escape sequence must not reach the terminal; JSON escapes them itself)."""
+    from wqlint.finding import printable
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def _stderr(line: str) -> None:
+    """One line on stderr (an Error:, a note), whatever the names in it hold: see
+    finding.printable()."""
+    from wqlint.finding import printable
+    click.echo(printable(line), err=True)
 
 
 def _emit(text, output, result, fmt="text"):
@@ -109,9 +110,9 @@ def _emit(text, output, result, fmt="text"):
     else:
         click.echo(text, nl=False)
     for note in result.notes:
-        click.echo(_printable(f"wqlint: {note}"), err=True)
+        _stderr(f"wqlint: {note}")
     for err in result.errors:
-        click.echo(_printable(str(err)), err=True)
+        _stderr(str(err))
     sys.exit(result.exit_code())
 
 
@@ -136,7 +137,7 @@ def _guarded(*inputs):
                 for name in inputs:
                     value = params.get(name)
                     named.extend(value if isinstance(value, (list, tuple)) else [value] if value else [])
-                click.echo(str(InternalError.of(" ".join(map(str, named)) or "the input", exc)), err=True)
+                _stderr(str(InternalError.of(" ".join(map(str, named)) or "the input", exc)))
                 sys.exit(3)
         return run
     return wrap
@@ -220,13 +221,13 @@ def _config(root, cat, min_severity=None, max_findings=None):
     try:
         return config.load(root, cat.ids()).override(min_severity, max_findings)
     except config.ConfigError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        _stderr(f"Error: {exc}")
         sys.exit(2)
 
 
 def _path_error(exc):
     """Paths that cannot be scanned together: one line, exit 2."""
-    click.echo(f"Error: {exc}", err=True)
+    _stderr(f"Error: {exc}")
     sys.exit(2)
 
 
@@ -271,8 +272,7 @@ def _write_atomic(path, text):
     try:
         safeio.write_atomic(path, text)
     except (safeio.OutputRefused, OSError) as exc:
-        click.echo(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}",
-                   err=True)
+        _stderr(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
         sys.exit(3)
 
 
@@ -387,7 +387,7 @@ def review(patches, tree, git_range, fmt, output, show_all, reported_path, updat
                     click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
                     sys.exit(0)
         if not series:
-            click.echo(f"wqlint: no commits in {git_range}", err=True)
+            _stderr(f"wqlint: no commits in {git_range}")
             sys.exit(0)
         result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
                                    kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
@@ -398,7 +398,7 @@ def review(patches, tree, git_range, fmt, output, show_all, reported_path, updat
         if fmt == "b4-review":  # b4 shows stdout, whatever the exit status
             from wqlint.formatters.review import b4_review
             click.echo(b4_review.result("fail", _printable(str(exc))), nl=False)
-        click.echo(f"Error: {exc}", err=True)
+        _stderr(f"Error: {exc}")
         sys.exit(3)
     except UsageError as exc:
         _path_error(exc)
@@ -450,7 +450,7 @@ def _reported(path) -> frozenset:
     try:
         data = safeio.read_bytes(path, 64 * 1024 * 1024)
     except (safeio.InputRefused, OSError) as exc:
-        click.echo(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}", err=True)
+        _stderr(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
         sys.exit(2)
     found = set()
     for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
@@ -458,7 +458,7 @@ def _reported(path) -> frozenset:
         if not line:
             continue
         if not re.fullmatch(r"[0-9a-f]{32}", line):
-            click.echo(f"Error: {path}:{n}: not a wqlint fingerprint (32 hex digits)", err=True)
+            _stderr(f"Error: {path}:{n}: not a wqlint fingerprint (32 hex digits)")
             sys.exit(2)
         found.add(line)
     return frozenset(found)
@@ -497,7 +497,7 @@ def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json
     try:
         return saved.load(findings_json, _root_of(paths), list(paths), cat.ids(), kernel_version)
     except saved.SavedError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        _stderr(f"Error: {exc}")
         sys.exit(3)
 
 
@@ -530,16 +530,16 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
                           findings_json, _kernel_for(kernel_tree, paths))
     report.findings = _config(report.root, cat).select(report.findings)
     for err in report.errors:
-        click.echo(str(err), err=True)
+        _stderr(str(err))
     try:
         result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest,
                                engine=dict(jobs=jobs or os.cpu_count() or 1, ncpus=cpus, max_cpus=max_cpus,
                                            kernel_tree=_kernel_for(kernel_tree, paths), cache=True))
     except plan_mod.FixError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        _stderr(f"Error: {exc}")
         sys.exit(3)
     for note in report.notes + result.notes:
-        click.echo(f"wqlint: {note}", err=True)
+        _stderr(f"wqlint: {note}")
     return cat, report, result
 
 
@@ -549,13 +549,13 @@ def _summary(result) -> None:
     for nf in result.not_fixed:
         groups.setdefault((nf.finding.rule_id, nf.reason), []).append(nf.finding)
     for (rule_id, reason), found in groups.items():
-        click.echo(f"not fixed [{rule_id}] ({len(found)}): {reason}", err=True)
+        _stderr(f"not fixed [{rule_id}] ({len(found)}): {reason}")
         for f in found:
-            click.echo(f"  {f.path}:{f.line}:{f.col}", err=True)
+            _stderr(f"  {f.path}:{f.line}:{f.col}")
     fixes = result.fixes()
-    click.echo(f"wqlint: {len(fixes)} finding(s) fixed in {len(result.changes)} file(s) "
-               f"(target {result.target}, {kversion.show(result.version)}); "
-               f"{len(result.not_fixed)} not fixed", err=True)
+    _stderr(f"wqlint: {len(fixes)} finding(s) fixed in {len(result.changes)} file(s) "
+            f"(target {result.target}, {kversion.show(result.version)}); "
+            f"{len(result.not_fixed)} not fixed")
 
 
 @main.command()
@@ -591,10 +591,10 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, 
         try:
             written = apply_mod.apply(result.root, result.changes, force=force)
         except apply_mod.ApplyError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            _stderr(f"Error: {exc}")
             sys.exit(1)
         for rel in written:
-            click.echo(f"wqlint: fixed {rel}", err=True)
+            _stderr(f"wqlint: fixed {rel}")
     _summary(result)
     sys.exit(3 if report.errors else 0)
 
@@ -647,13 +647,13 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        click.echo(f"Error: {out}: cannot create: {exc.strerror or exc}", err=True)
+        _stderr(f"Error: {out}: cannot create: {exc.strerror or exc}")
         sys.exit(3)
     try:
         patches = series_mod.write_series(root, result.changes, cat, result.version, target, out,
                                           author=author, date=date)
     except series_mod.SeriesError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        _stderr(f"Error: {exc}")
         sys.exit(3)
     fixes = result.fixes()
     subject = "workqueue: " + ("the fixes of wqlint bulk" if not fixes else
@@ -677,10 +677,10 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
                                  max_cpus)
             outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)
         except verify_mod.VerifyError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            _stderr(f"Error: {exc}")
             sys.exit(3)
         for line in outcome.lines():
-            click.echo(line, err=True)
+            _stderr(line)
         if not outcome.ok():
             status = max(status, 1)
     sys.exit(status)

@@ -1,7 +1,31 @@
 """The one Finding type shared by every engine and every output format."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
+
+# What may not reach a line of a text format as it is: control characters but tab (a newline
+# in a file name would start a forged diagnostic line of its own; an escape sequence drives
+# the terminal), the Unicode line separators, and the bytes of a name that is not UTF-8.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff]")
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def _escape(m) -> str:
+    c = m.group()
+    code = ord(c)
+    if c in _NAMED:
+        return _NAMED[c]
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as surrogateescape kept it
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """text as it goes into one line of a text format (a diagnostic, an Error: line, a note):
+    every control character but tab as an escape (\\n, \\x1b), and so every byte of a name
+    that is not UTF-8. The one helper for it: JSON formats escape for themselves."""
+    return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
 
 
 @dataclass(frozen=True)
@@ -19,6 +43,10 @@ class Step:
 
     def to_dict(self) -> dict:
         return {"path": self.path, "line": self.line, "text": self.text, "note": self.note}
+
+    def shown(self) -> "Step":
+        """The step with its texts printable()."""
+        return replace(self, path=printable(self.path), text=printable(self.text), note=printable(self.note))
 
 
 @dataclass(frozen=True)
@@ -55,6 +83,14 @@ class Finding:
     # Two calls can share an identity (the same queue allocated in an #ifdef and its #else):
     # the second is occurrence 1, and so on, in report order (numbered()).
     occurrence: int = field(default=0, compare=False)
+
+    def shown(self) -> "Finding":
+        """The finding with the texts a text format prints printable() (its identity, and so
+        its fingerprint, unchanged)."""
+        return replace(self, path=printable(self.path), message=printable(self.message),
+                       migration=printable(self.migration), chain=tuple(s.shown() for s in self.chain),
+                       flags_chain=tuple(s.shown() for s in self.flags_chain),
+                       max_active_chain=tuple(s.shown() for s in self.max_active_chain))
 
     def identity(self, path: str = "") -> tuple:
         """What stays the same while a patch edits, moves or reflows the call: rule, path (or
@@ -123,7 +159,7 @@ class InputError:
     problem: str
 
     def __str__(self) -> str:
-        return f"Error: {self.path}: {self.problem}"
+        return printable(f"Error: {self.path}: {self.problem}")
 
 
 class InternalError(InputError):
@@ -136,7 +172,7 @@ class InternalError(InputError):
         return cls(path, f"{type(exc).__name__}{': ' + text if text else ''}")
 
     def __str__(self) -> str:
-        return f"Error: internal error in {self.path}: {self.problem}"
+        return printable(f"Error: internal error in {self.path}: {self.problem}")
 
 
 def numbered(findings: list) -> list:

@@ -29,6 +29,12 @@ from wqlint.check.errors import CheckError
 __all__ = ["CheckError", "Invocation", "check", "main", "parse_args", "run_command"]
 
 
+def _say(line: str) -> None:
+    """One line on stderr, printable() (a file name may hold a newline)."""
+    from wqlint.finding import printable
+    print(printable(line), file=sys.stderr)
+
+
 def check(inv, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
     """(the findings for inv.file, the problems worth a line of their own)."""
     from wqlint.check.checker import check as run_check
@@ -49,7 +55,7 @@ def run_command(inv: Invocation, catalogue, also_sparse=False, kernel_version=No
         findings, errors = check(inv, catalogue, kernel_version=kernel_version, ncpus=ncpus,
                                  max_cpus=max_cpus)
     except CheckError as exc:
-        print(f"wqlint check: {inv.file}: {exc}", file=sys.stderr)
+        _say(f"wqlint check: {inv.file}: {exc}")
         return 1
     if findings:
         from wqlint import config
@@ -57,14 +63,14 @@ def run_command(inv: Invocation, catalogue, also_sparse=False, kernel_version=No
         try:
             findings = config.for_file(inv.file, RULE_IDS).select(findings, base=os.getcwd())
         except config.ConfigError as exc:
-            print(f"wqlint check: {exc}", file=sys.stderr)
+            _say(f"wqlint check: {exc}")
             return 2
     if findings:
         from wqlint.finding import Report
         from wqlint.formatters import sparse
         sys.stderr.write(sparse.format(Report(root="", findings=findings), catalogue))
     for err in errors:
-        print(f"wqlint check: {inv.file}: {err}", file=sys.stderr)
+        _say(f"wqlint check: {inv.file}: {err}")
     return 0
 
 
@@ -105,6 +111,6 @@ class _LazyCatalogue:
             try:
                 self._cat = catalogue_mod.load(self.path)
             except catalogue_mod.CatalogueError as exc:
-                print(f"Error: {exc}", file=sys.stderr)
+                _say(f"Error: {exc}")
                 sys.exit(2)
         return self._cat[rule_id]

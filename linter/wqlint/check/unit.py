@@ -15,6 +15,25 @@ _DEFINED_NAME = re.compile(r"\n#define ([A-Za-z_]\w*)")
 _DIRECTIVE = re.compile(r"\n#[^\n]*")
 
 
+_ESCAPE = re.compile(r"\\([0-7]{1,3}|.)", re.S)
+_C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def _unquote(quoted: str) -> str:
+    """A file name as cpp's line markers quote it (backslash, double quote, and a newline as
+    \\n; octal for other bytes)."""
+    def one(m):
+        c = m.group(1)
+        if c[0] in "01234567":
+            return chr(int(c, 8))
+        return _C_ESCAPES.get(c, c)
+    return _ESCAPE.sub(one, quoted)
+
+
+def _quote(name: str) -> str:
+    return name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 class Unit:
     """A preprocessed translation unit: the code the scanner reads (line markers and
     directives blanked, so that line numbers do not move) and, for each of its lines, the
@@ -45,8 +64,7 @@ class Unit:
             self._mline.append(count)
         self._mpos = [h[1] for h in hits]
         self._morig = [int(h[2]) for h in hits]
-        self._mfile = [h[3] if "\\" not in h[3] else h[3].replace('\\"', '"').replace("\\\\", "\\")
-                       for h in hits]
+        self._mfile = [h[3] if "\\" not in h[3] else _unquote(h[3]) for h in hits]
         self._nlines = raw.count("\n")
 
     def files(self) -> list:
@@ -56,7 +74,7 @@ class Unit:
     def own_text(self, name: str) -> str:
         """The unit's text that came from the file cpp was given as name (the checked file):
         found by its markers alone, without parsing the others."""
-        quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+        quoted = _quote(name)
         parts = []
         for m in re.finditer(r'\n# \d+ "' + re.escape(quoted) + r'"[^\n]*', self.raw):
             nxt = _NEXT_MARKER.search(self.raw, m.end())

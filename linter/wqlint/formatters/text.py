@@ -10,6 +10,7 @@ def lines(report, source: bool) -> str:
     """The findings compiler-style; source: each chain step's source line under it."""
     out = []
     for f in report.findings:
+        f = f.shown()
         out.append(f"{f.path}:{f.line}:{f.col}: {f.severity}: {f.message} [{f.rule_id}]")
         for step in f.chain:
             out.append(f"    {step.path}:{step.line}: {step.note}")

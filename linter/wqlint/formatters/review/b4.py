@@ -10,6 +10,7 @@ notes other formats print on stderr are left out).
 """
 from __future__ import annotations
 
+from wqlint.finding import printable
 from wqlint.formatters.review.mail import sentence
 
 LEVEL = {"error": "ERROR", "warning": "WARNING", "note": "CHECK"}  # checkpatch's words
@@ -22,5 +23,5 @@ def format(review, catalogue) -> str:
         f = c.finding
         what = sentence(c.what) + " " if c.what else ""
         where = "" if c.in_call else f" (the queue allocated at {f.path}:{f.line})"
-        out.append(f"{c.path}:{c.line}: {LEVEL[f.severity]}: {what}{f.message}{where} [{f.rule_id}]")
+        out.append(printable(f"{c.path}:{c.line}: {LEVEL[f.severity]}: {what}{f.message}{where} [{f.rule_id}]"))
     return "\n".join(out) + ("\n" if out else "")

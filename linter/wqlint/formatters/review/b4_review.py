@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+from wqlint.finding import printable
 from wqlint.formatters.review.b4 import LEVEL
 from wqlint.formatters.review.mail import sentence
 
@@ -49,8 +50,8 @@ def format(review, catalogue) -> str:
         patch = review.patches[c.origin.patch - 1]
         prefix = f"patch {patch.number}: " if several else ""
         details.append({"status": STATUS[f.severity],
-                        "description": f"{prefix}{c.path}:{c.line}: {LEVEL[f.severity]}: {what}{f.message}{where} "
-                                       f"[{f.rule_id}]",
+                        "description": printable(f"{prefix}{c.path}:{c.line}: {LEVEL[f.severity]}: {what}"
+                                                 f"{f.message}{where} [{f.rule_id}]"),
                         "fingerprint": review.fingerprint(f),
                         **({"message_id": patch.message_id} if patch.message_id else {})})
     words = {"error": "error", "warning": "warning", "note": "note"}

@@ -13,6 +13,7 @@ import textwrap
 from itertools import groupby
 
 from wqlint import kversion
+from wqlint.finding import printable
 from wqlint.mail import format_address
 
 WIDTH = 72
@@ -49,10 +50,10 @@ def _headers(patch) -> list:
 
 
 def _comment(c) -> list:
-    f = c.finding
+    f = c.finding.shown()
     out = [""]
     if c.what:
-        out += _wrap(sentence(c.what)) + [""]
+        out += _wrap(sentence(printable(c.what))) + [""]
     if not c.in_call:
         out += _wrap(f"This line reaches the workqueue allocated at {f.path}:{f.line}:")
     out += _wrap(f"{f.severity}: {f.message} [{f.rule_id}]")
@@ -63,7 +64,7 @@ def _comment(c) -> list:
     flags = flag_steps(c)
     if flags:
         out += ["", "The flags:"]
-        for step in flags:
+        for step in (s.shown() for s in flags):
             out += _wrap(f"{step.path}:{step.line}: {step.note}", "  ", "      ")
     if f.migration:
         out.append("")
@@ -123,7 +124,7 @@ def first_name(display: str) -> str:
 def _summary(c, catalogue, version) -> list:
     """'>> path:line:col: severity: message [rule]', the rule's message (its detail is in the
     comment below), wrapped at WIDTH."""
-    f = c.finding
+    f = c.finding.shown()
     text = catalogue[f.rule_id].message_on(version) if f.rule_id in catalogue.ids() else f.message
     return _wrap(f">> {f.path}:{f.line}:{f.col}: {f.severity}: {text} [{f.rule_id}]", "", "   ")
 
@@ -148,7 +149,7 @@ def _reply(review, patch, comments, catalogue) -> list:
     for fi, in_file in by_file:
         fdiff = patch.files[fi]
         heads = [h for h in fdiff.header if h.startswith("diff --git ")]
-        body.append(_quote("", heads[0]) if heads else _quote("", f"+++ b/{fdiff.path}"))
+        body.append(_quote("", heads[0]) if heads else _quote("", f"+++ b/{printable(fdiff.path)}"))
         for hi, in_hunk in groupby(in_file, key=lambda c: c.origin.hunk):
             hunk = fdiff.hunks[hi]
             body.append(_quote("", hunk.header))

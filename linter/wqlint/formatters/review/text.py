@@ -3,7 +3,7 @@ where a finding is blamed when that is not its call line, and what the series fi
 from __future__ import annotations
 
 from wqlint.formatters import text as scan_text
-from wqlint.finding import Report
+from wqlint.finding import Report, printable
 
 
 def format(review, catalogue) -> str:
@@ -17,10 +17,11 @@ def format(review, catalogue) -> str:
                        "    new, but on no line the series adds")
         elif not comment.at_call or len(review.patches) > 1 or comment.what:
             patch = review.patches[comment.origin.patch - 1]
-            out.append(f"    introduced at {comment.path}:{comment.line}"
-                       + (f" by patch {patch.number}: {patch.subject}" if len(review.patches) > 1 else ""))
+            out.append(printable(f"    introduced at {comment.path}:{comment.line}"
+                                 + (f" by patch {patch.number}: {patch.subject}" if len(review.patches) > 1 else "")))
             if comment.what:
-                out.append(f"    {comment.what}")
+                out.append(f"    {printable(comment.what)}")
     for f in review.fixed:
+        f = f.shown()
         out.append(f"{f.path}:{f.line}:{f.col}: fixed: {f.message} [{f.rule_id}]")
     return "\n".join(out) + ("\n" if out else "")
