@@ -1,8 +1,10 @@
-"""A configured and prepared O= build directory of linux-source-6.12, for the tests that run
-`wqlint check` inside Kbuild and for scripts/bench.
+"""Configured and prepared O= build directories of the corpus trees: linux-source-6.12 for
+the tests that run `wqlint check` inside Kbuild and for scripts/bench; 6.1 and 7.3 too for
+the test that builds a fixed module on every kernel it supports (tests/test_module.py).
 
-Made once (defconfig, the options the examples need, modules_prepare: about 30 s on two
-cores) in $WQLINT_CACHE/check-build-6.12 and reused while its stamp lists the same options.
+Made once per series (defconfig, the options the examples need, modules_prepare: 30-70 s on
+two cores) in $WQLINT_CACHE/check-build-SERIES and reused while its stamp lists the same
+source and options.
 Objects compiled there by earlier runs are reused too, so a second run only re-runs the
 checker (C=2 checks files that are up to date).
 """
