@@ -336,6 +336,8 @@ def rules_cmd(markdown, markdown_docs, rules_path):
                    "patchwork: the checks to POST, one per patch.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here, not stdout.")
 @click.option("--all", "show_all", is_flag=True, help="Report the findings that were there before, too.")
+@click.option("--series", "series_id", metavar="MESSAGE-ID", default=None,
+              help="Review only this series of the mbox given (`wqlint series` lists them).")
 @click.option("--reported", "reported_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Fingerprints already reported, one a line: those findings are not reported again.")
 @click.option("--update-reported", is_flag=True,
@@ -351,7 +353,7 @@ def rules_cmd(markdown, markdown_docs, rules_path):
 @_kernel_tree_option
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
-def review(patches, tree, git_range, fmt, output, show_all, reported_path, update_reported, min_severity,
+def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_path, update_reported, min_severity,
            max_findings, target_url, jobs, kernel_version, cpus, max_cpus, rules_path, kernel_tree, cache):
     """Review PATCHES (patch files or an mbox of a series; '-' for stdin): report what the
     series introduces, on the lines it adds.
@@ -376,6 +378,8 @@ def review(patches, tree, git_range, fmt, output, show_all, reported_path, updat
         reader = None
         if git_range:
             series, reader, tree = review_mod.git_series(tree or ".", git_range)
+        elif series_id:
+            series = _one_series(patches, series_id)
         else:
             series = mail.load(list(patches), allow_cover=fmt == "b4-review")
             if fmt == "b4-review" and not series:  # b4's series check gives the cover letter
@@ -437,6 +441,40 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
         raise click.UsageError(str(exc)) from None
     # The same as the fast path the `wqlint` command takes (wqlint.entry, check.main).
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
+
+
+def _one_series(paths, series_id) -> list:
+    """The patches of the series series_id of the one mbox paths names."""
+    from wqlint import inbox, mail
+    if len(paths) != 1:
+        raise click.UsageError("--series takes one mbox")
+    want = series_id if series_id.startswith("<") else f"<{series_id}>"
+    name = "<stdin>" if paths[0] == "-" else paths[0]
+    found = [s for s in inbox.series_of(mail.read_input(paths[0]), name) if s.root == want]
+    if not found:
+        raise mail.MailError(f"{name}: no series {want} (`wqlint series {name}` lists them)")
+    return mail.parse_series(found[0].mbox(), f"{name}: series {want}")
+
+
+@main.command("series")
+@click.argument("mbox")
+def series_cmd(mbox):
+    """List the patch series of an mbox (a list archive: lei, public-inbox, b4 mbox), one a
+    line, tab-separated: root Message-ID, version, base commit ('-': none named), patches
+    found/expected, subject. Replies and mail without a patch tag are left out.
+
+    Exit status: 0, 3 when the mbox cannot be read.
+    """
+    from wqlint import inbox, mail
+    name = "<stdin>" if mbox == "-" else mbox
+    try:
+        found = inbox.series_of(mail.read_input(mbox), name)
+    except mail.MailError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
+    for s in found:
+        click.echo(_printable("\t".join([s.root, f"v{s.version}", s.base or "-", f"{s.patches}/{s.expected}",
+                                        " ".join(s.subject.split())])))
 
 
 def _reported(path) -> frozenset:

@@ -1,0 +1,162 @@
+"""The list bot recipe of docs/list-bot.md (examples/list-bot/wqlint-list-bot), run offline
+on a public-inbox style mbox (mboxrd, as lei writes it): each series is reviewed once against
+the tree its base-commit names, and a finding is replied about once, across versions."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+from patchrepo import ENV, Repo
+
+TREE = FIXTURES / "review" / "tree"
+BOT = REPO / "examples" / "list-bot" / "wqlint-list-bot"
+WQLINT = Path(sys.executable).with_name("wqlint")
+DEMO = "drivers/demo/demo.c"
+POLL = '''
+static struct workqueue_struct *demo_poll_wq;
+
+static int demo_init_poll(void)
+{
+	demo_poll_wq = alloc_workqueue("demo_poll", WQ_UNBOUND, num_online_cpus());
+	return demo_poll_wq ? 0 : -ENOMEM;
+}
+'''
+SCRUB = '''
+static struct workqueue_struct *demo_scrub_wq;
+
+static int demo_init_scrub(void)
+{
+	demo_scrub_wq = alloc_workqueue("demo_scrub", 0, num_possible_cpus());
+	return demo_scrub_wq ? 0 : -ENOMEM;
+}
+'''
+
+
+def mboxrd(*mails: bytes) -> bytes:
+    """Messages as public-inbox and lei write them: 'From mboxrd@z' separators, body lines
+    starting with 'From ' (after any '>') escaped with one more '>'."""
+    return b"".join(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + re.sub(rb"(?m)^(>*From )", rb">\1", m)
+                    + (b"" if m.endswith(b"\n") else b"\n") for m in mails)
+
+
+def split(text: bytes) -> list:
+    return [m for m in re.split(rb"(?m)^From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n", text) if m.strip()]
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A kernel repository at a base commit, and a contributor's clone of it."""
+    linux = Repo(tmp_path / "linux", TREE)
+    base = linux.git("rev-parse", "HEAD").decode().strip()
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(linux.path), str(work)], check=True, env={**os.environ, **ENV})
+    contributor = Repo.__new__(Repo)
+    contributor.path = work
+    return linux, contributor, base
+
+
+def series(repo, base, count, version=1) -> list:
+    args = ["format-patch", "--stdout", "--cover-letter", f"--base={base}", "--thread=shallow",
+            "--to=linux-demo@vger.example.org", *([f"-v{version}"] if version > 1 else []), f"-{count}"]
+    return split(repo.git(*args))
+
+
+def bot(linux, mbox, state):
+    proc = subprocess.run(["sh", str(BOT), str(linux.path), str(mbox), str(state)], capture_output=True,
+                          text=True, env={**os.environ, "WQLINT": str(WQLINT)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr, sorted((state / "outbox").iterdir())
+
+
+def test_the_bot_replies_once_per_finding_across_versions(world, tmp_path):
+    linux, dev, base = world
+    text = (dev.path / DEMO).read_text()
+    dev.write(DEMO, text.replace("\nstatic void demo_exit_queues", POLL + "\nstatic void demo_exit_queues"))
+    dev.commit("demo: poll the device from its own queue\n\nFrom the datasheet: polling needs its own context.")
+    dev.edit(DEMO, "/* one work item per CPU */", "/* one work item per possible CPU */")
+    dev.commit("demo: say which CPUs")
+    v1 = series(dev, base, 2)
+    reply = (b"From: Rev Iewer <rev@example.org>\nSubject: Re: [PATCH 1/2] demo: poll the device from its own"
+             b" queue\nMessage-ID: <reply1@example.org>\nIn-Reply-To: " + re.search(rb"(?mi)^Message-ID: (.*)$", v1[1])
+             .group(1) + b"\n\n> +\tdemo_poll_wq = alloc_workqueue(\"demo_poll\", WQ_UNBOUND, num_online_cpus());\n"
+             b"\nWhy one per CPU?\n")
+    inbox = tmp_path / "new.mbox"
+    inbox.write_bytes(mboxrd(*v1, reply))
+    listed = subprocess.run([str(WQLINT), "series", str(inbox)], capture_output=True, text=True, check=True).stdout
+    (line,) = listed.splitlines()
+    root, version, named, count, subject = line.split("\t")
+    assert (version, named, count, subject) == ("v1", base, "2/2", "*** SUBJECT HERE ***")
+    state = tmp_path / "state"
+
+    said, outbox = bot(linux, inbox, state)
+    assert said == ""
+    (first,) = outbox
+    mail = first.read_text()
+    assert "Subject: Re: [PATCH 1/2] demo: poll the device from its own queue" in mail
+    assert "\nHi Jane,\n" in mail
+    summary = [ln for ln in mail.splitlines() if ln.startswith(">> ")]
+    assert summary == [">> drivers/demo/demo.c:28:17: warning: WQ_UNBOUND workqueue with"]
+    assert (state / "reviewed").read_text() == f"{root} v1\n"
+    (fingerprint,) = (state / "reported").read_text().splitlines()
+
+    # The same mail again (lei up found nothing new): nothing reviewed, nothing written.
+    assert bot(linux, inbox, state) == ("", outbox)
+
+    # v2: rebased comment edit, the same new queue, and a second problem in a third patch.
+    text = (dev.path / DEMO).read_text()
+    dev.write(DEMO, text.replace("\nstatic void demo_exit_queues", SCRUB + "\nstatic void demo_exit_queues"))
+    dev.commit("demo: scrub from a queue of its own")
+    inbox.write_bytes(mboxrd(*series(dev, base, 3, version=2)))
+    said, outbox = bot(linux, inbox, state)
+    assert said == ("wqlint: 1 introduced finding already reported (their fingerprints are in the --reported "
+                    "file): not printed again\n")
+    (second,) = [p for p in outbox if p != first]
+    mail = second.read_text()
+    assert "Subject: Re: [PATCH v2 3/3] demo: scrub from a queue of its own" in mail
+    summary = [ln for ln in mail.splitlines() if ln.startswith(">> ")]
+    assert summary == [">> drivers/demo/demo.c:36:18: warning: per-CPU workqueue with max_active"]
+    assert "[unbound-max-active-cpu-count]" not in mail  # demo_poll: already reported for v1
+    reported = (state / "reported").read_text().splitlines()
+    assert reported[0] == fingerprint and len(reported) == 2
+    assert (state / "reviewed").read_text().splitlines()[1].endswith(" v2")
+
+
+def test_a_series_on_a_base_the_repository_lacks_waits(world, tmp_path):
+    linux, dev, base = world
+    dev.edit(DEMO, "/* one work item per CPU */", "/* one work item per possible CPU */")
+    dev.commit("demo: say which CPUs")
+    mails = [m.replace(base.encode(), b"0" * 40) for m in series(dev, base, 1)]
+    inbox = tmp_path / "new.mbox"
+    inbox.write_bytes(mboxrd(*mails))
+    state = tmp_path / "state"
+    said, outbox = bot(linux, inbox, state)
+    assert outbox == [] and (state / "reviewed").read_text() == ""
+    assert said.endswith(f"base commit {'0' * 40} is not in {linux.path}, left for a later run\n")
+
+
+def test_the_recipe_in_the_docs_is_the_script():
+    doc = (REPO / "docs" / "list-bot.md").read_text()
+    block = doc.split("<!-- list-bot-script -->\n```sh\n")[1].split("```")[0]
+    assert block == BOT.read_text()
+
+
+def test_series_listing_and_selection(tmp_path):
+    inbox = FIXTURES / "review" / "series.mbox"
+    listed = subprocess.run([str(WQLINT), "series", str(inbox)], capture_output=True, text=True)
+    assert (listed.returncode, listed.stdout) == (0, "<cover.1795318918.git.jane@example.org>\tv1\t-\t3/3\t"
+                                                     "*** SUBJECT HERE ***\n")
+    missing = subprocess.run([str(WQLINT), "review", str(inbox), "--series", "nope@example.org"],
+                             capture_output=True, text=True)
+    assert (missing.returncode, missing.stderr) == (3, f"Error: {inbox}: no series <nope@example.org> "
+                                                       f"(`wqlint series {inbox}` lists them)\n")
+    picked = subprocess.run([str(WQLINT), "review", str(inbox), "--series", "cover.1795318918.git.jane@example.org",
+                             "--tree", str(TREE), "-j", "1", "--format", "json"], capture_output=True, text=True)
+    assert picked.returncode == 1, picked.stderr
+    assert [p["number"] for p in json.loads(picked.stdout)["patches"]] == [1, 2, 3]
