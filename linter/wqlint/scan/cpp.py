@@ -2,14 +2,20 @@
 
 A module that builds for several kernels keeps compat blocks: `#if LINUX_VERSION_CODE <
 KERNEL_VERSION(6, 6, 0)`, a flags macro defined once per version, `#ifdef` of a macro some
-kernels define. For the kernel being scanned (its version; its headers and the module's own
-files for what is defined) such a condition is true or false, and code in a false branch is
-not compiled: a call there is not reported, a definition there is not used. What cannot be
-decided stays as it is today, both branches: a Kconfig CONFIG_ symbol (its value is the
-build's, not the source's), a macro the compiler or Kbuild predefines (MODULE, __KERNEL__),
-any other name a #if reads. A macro that neither the scanned files nor the kernel's headers
-define, nor the module's Kbuild passes with -D, is not decided either (the code may be enabled
-with a -D from elsewhere), but the finding says so.
+kernels define, a version test of its own (`#if RTLNX_VER_MIN(2,6,13)`, the macro defined
+as a LINUX_VERSION_CODE comparison). For the kernel being scanned (its version; its headers
+and the module's own files for what is defined) such a condition is true or false, and code
+in a false branch is not compiled: a call there is not reported, a definition there is not
+used. A name or call in a #if is decided by evaluating the definitions it may have there,
+with the arguments put in, when they agree; nothing is decided by a macro's name.
+
+What cannot be decided stays as it is today, both branches: a Kconfig CONFIG_ symbol (its
+value is the build's, not the source's), a macro the compiler or Kbuild predefines (MODULE,
+__KERNEL__, __x86_64__), a macro whose definitions disagree. The chain says so where that
+is worth a word: a macro that neither the scanned files nor the kernel's headers define, nor
+the module's Kbuild passes with -D (the code may be enabled or disabled with a -D from
+elsewhere); a macro the package's configure step writes (listed in a shipped *.h.in whose
+header was not generated); a function-like macro that cannot be evaluated.
 """
 from __future__ import annotations
 
