@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from helpers import scan_json
+from helpers import run as run_cli, scan_json
 
 MODULE = FIXTURES / "module"
 WQLINT = Path(sys.executable).with_name("wqlint")
@@ -314,3 +314,21 @@ def test_compat_pair_on_a_kernel_with_the_replacement_backported(linux_6_12):
                 "--kernel-tree", linux_6_12, COMPAT)
     assert fixed.exit_code == 0 and fixed.stdout == ""
     assert "  wqcompat.c:37:2\n  wqcompat.c:42:2\n" in fixed.stderr
+
+
+def test_fix_from_a_saved_scan_of_a_linked_module_directory(tmp_path):
+    """fix --findings takes the scan of mod/ as it was made: with the files its links lead to."""
+    pkg = linked_package(tmp_path)
+    (pkg / "common" / "percpu.c").write_text(
+        '#include <linux/workqueue.h>\nvoid g(void)\n{\n\twq = alloc_workqueue("g", WQ_MEM_RECLAIM, 0);\n}\n')
+    saved = tmp_path / "scan.json"
+    assert run_cli("scan", "--kernel-version", "7.3", "--no-cache", "--format", "json", "-o", saved,
+                   pkg / "mod").exit_code == 1
+    got = run_cli("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", "--findings", saved,
+                  pkg / "mod")
+    assert got.exit_code == 0, got.stderr
+    fresh = run_cli("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", pkg / "mod")
+    assert got.stdout == fresh.stdout
+    assert '+\twq = alloc_workqueue("g", WQ_MEM_RECLAIM | WQ_PERCPU, 0);\n' in got.stdout
+    assert got.stdout.startswith("diff --git a/common/percpu.c b/common/percpu.c\n")
+    assert "not fixed [unbound-max-active-cpu-count] (2)" in got.stderr

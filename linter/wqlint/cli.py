@@ -532,8 +532,12 @@ def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json
     if findings_json is None:
         return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel)
     from wqlint.fix import saved
+    from wqlint.scan.engine import followed_links
+
+    # The tree the scan saw: a module directory's links into its package included.
+    paths = list(paths) + [str(p) for p in followed_links([Path(p) for p in paths])[0]]
     try:
-        return saved.load(findings_json, _root_of(paths), list(paths), cat.ids(), kernel_version)
+        return saved.load(findings_json, _root_of(paths), paths, cat.ids(), kernel_version)
     except saved.SavedError as exc:
         _stderr(f"Error: {exc}")
         sys.exit(3)
