@@ -101,7 +101,8 @@ def test_evaluate_through_macros(expr, at_61, at_612):
 @pytest.mark.parametrize("name,predefined_", [
     ("__GNUC__", True), ("__x86_64__", True), ("__KERNEL__", True), ("__CHECKER__", True),
     ("__has_attribute", True), ("__ASSEMBLY__", True), ("__aarch64__", True),
-    ("__SIZEOF_LONG__", True), ("__QDMA_VF__", False), ("__WQCOMPAT_VF__", False),
+    ("__SIZEOF_LONG__", True), ("__FreeBSD__", True), ("__APPLE__", True),
+    ("__QDMA_VF__", False), ("__WQCOMPAT_VF__", False),
 ])
 def test_predefined(name, predefined_):
     from wqlint.scan.cpp import predefined

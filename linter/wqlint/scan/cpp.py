@@ -43,7 +43,10 @@ _PREDEFINED_RE = re.compile(
     r"nios2|or1k|OR1K|parisc|um|BIG_ENDIAN|LITTLE_ENDIAN|ARMEB|ARMEL|AARCH64EB|MIPSEB|MIPSEL|"
     r"CHAR_UNSIGNED|REGISTER_PREFIX|USER_LABEL_PREFIX|EXCEPTIONS|NEXT_RUNTIME|ATOMIC|"
     r"HAVE_|SEG_|CET|code_model|tune|k8|znver|SEH|nonnull|STRICT_ANSI|BPF|bpf|CUDA|"
-    r"FINITE_MATH|NO_MATH|FAST_MATH|FP_|RECIPROCAL|NO_FORTIFY|KASAN|KMSAN|ANDROID)")
+    r"FINITE_MATH|NO_MATH|FAST_MATH|FP_|RECIPROCAL|NO_FORTIFY|KASAN|KMSAN|ANDROID|"
+    # other targets' systems and CPUs, which code shared with them tests
+    r"FreeBSD|NetBSD|OpenBSD|DragonFly|APPLE|MACH|WIN|MINGW|CYGWIN|sun|SVR4|OBJC|mc68|tile|nds32|vax|"
+    r"ILLUMOS|illumos|QNX|HAIKU|EMSCRIPTEN|wasm)")
 
 
 def predefined(name: str) -> bool:
