@@ -4,12 +4,14 @@ a time limit and an address-space limit)."""
 from __future__ import annotations
 
 import os
+import json
+import shutil
 import subprocess
 
 import pytest
 
 from bounded import bounded, error_lines
-from test_robust import tiny_tree
+from test_robust import DRIVER, tiny_tree
 
 
 def _git(root, *args):
@@ -101,3 +103,17 @@ def test_a_catalogue_nested_without_end_is_one_line(tmp_path, command):
     bad.write_text("rules:\n  - " + "[" * 100_000 + "]" * 100_000 + "\n")
     got = bounded([*command, "--rules", bad])
     assert (got.returncode, got.stderr.splitlines()) == (2, [f"Error: {bad}:1: not valid YAML: nested too deeply"])
+
+
+@pytest.mark.skipif(shutil.which("spatch") is None, reason="needs spatch (Debian: coccinelle)")
+def test_coccinelle_in_a_directory_whose_name_spatch_cannot_take(tmp_path):
+    """A module in 'mod:5:x/' made every spatch run fail ('int_of_string': a name with ':N:'
+    is a file and a line to spatch); a link out of the tree is refused, not read."""
+    root = tiny_tree(tmp_path, "mod:5:x")
+    (tmp_path / "secret.c").write_text(DRIVER.replace("demo", "secret"))
+    (root / "drivers" / "demo" / "link.c").symlink_to(tmp_path / "secret.c")
+    got = bounded(["scan", "--engine", "coccinelle", "-j", "1", root, "--format", "json"], timeout=300)
+    assert got.returncode == 3, got.stderr
+    assert error_lines(got.stderr) == [f"Error: drivers/demo/link.c: a symbolic link out of the tree {root}, not read"]
+    found = [(f["rule"], f["path"], f["line"]) for f in json.loads(got.stdout)["findings"]]
+    assert found == [("missing-affinity-flag", "drivers/demo/demo.c", 8)]

@@ -38,6 +38,7 @@ MAX_COCCI_BYTES = 1024 * 1024
 PER_FILE_TIMEOUT = 200  # seconds, as the kernel's own .cocciconfig asks
 SPATCH_TIMEOUT = 6 * 3600  # one rule over a whole tree
 _REPORT_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+)-(?P<end>\d+): (?P<msg>.*)$")
+_PLAIN_NAME = re.compile(r"[\w./+-]+")  # what spatch reads as one file name
 _OPTIONS_RE = re.compile(r"^//\s*Options:(.*)$", re.M)
 
 
@@ -214,10 +215,16 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
     with tempfile.TemporaryDirectory(prefix="wqlint-cocci-") as tmp:
         # spatch cannot take every name: 'a:5:b.c' is read as a file and a line (and fails
         # the whole run: every rule would be lost), a newline ends a name in the group file.
-        # Such a file goes in under a plain name, a link in tmp, mapped back in the report.
+        # Such a file goes in under a plain name, a link in tmp, mapped back in the report;
+        # a tree whose own path is not plain (a module in 'mod:5:x/') is named through a link
+        # in tmp, so that its files keep their directories (and local headers).
+        base = root
+        if not _PLAIN_NAME.fullmatch(str(root)):
+            base = Path(tmp) / "tree"
+            os.symlink(root, base)
         aliases, given = {}, []
         for n, rel in enumerate(files):
-            if re.fullmatch(r"[\w./+-]+", rel):
+            if _PLAIN_NAME.fullmatch(rel):
                 given.append(rel)
                 continue
             (Path(tmp) / "alias").mkdir(exist_ok=True)
@@ -226,7 +233,7 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
             aliases[str(link)] = rel
             given.append(str(link))
         groups = Path(tmp) / "files"
-        named = [g if g in aliases else str(root / g) for g in given]
+        named = [g if g in aliases else str(base / g) for g in given]
         groups.write_text("\n\n".join(named) + "\n", encoding="utf-8")
         top = Path(tmp) / "top"
         top.mkdir()
@@ -256,7 +263,9 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
                 if msg != rule.message:
                     errors.append(InputError(cocci.name, f"unexpected report text: {msg!r}"))
                     continue
-                path = aliases[path] if path in aliases else _rel(root, Path(path))
+                path = aliases[path] if path in aliases else _rel(base, Path(path))
+                if path.startswith("../") or os.path.isabs(path):
+                    continue  # a header outside the tree spatch went into: not the tree's to report
                 f = _finding(root, rule, path, line, col0, end0)
                 findings.setdefault((f.rule_id, f.path, f.line, f.col), f)
     return numbered(list(findings.values())), errors
