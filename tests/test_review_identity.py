@@ -158,7 +158,8 @@ def test_a_finding_a_later_patch_fixes_is_not_introduced_by_the_series(repo, tmp
 # -- review --git from anywhere in the checkout ---------------------------------------------------
 @pytest.fixture
 def changed(repo):
-    repo.edit(DEMO, '"demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);', '"demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, num_online_cpus());')
+    repo.edit(DEMO, '"demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);',
+              '"demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, num_online_cpus());')
     repo.commit("demo: one io item per CPU")
     return repo
 

@@ -72,8 +72,8 @@ def test_no_tree_hunk_context_ending_inside_a_call(linux_7_3, tmp_path):
     text = (linux_7_3 / IDPF).read_text()
     old = "\t\terr = -ENOMEM;\n\t\tgoto err_init_wq;\n"
     assert text.count(old) == 1
-    patch = write_patch(linux_7_3, {IDPF: text.replace(old, "\t\terr = -ENOMEM;\n\t\tgoto err_init_wq; /* nothing to undo */\n")},
-                        "idpf: say why", tmp_path / "idpf.patch")
+    new = text.replace(old, "\t\terr = -ENOMEM;\n\t\tgoto err_init_wq; /* nothing to undo */\n")
+    patch = write_patch(linux_7_3, {IDPF: new}, "idpf: say why", tmp_path / "idpf.patch")
     assert patch.read_text().rstrip().endswith('adapter->serv_wq = alloc_workqueue("%s-%s-service",')
     result = run("review", patch, "--kernel-version", "7.3", "-j", "1")
     assert (result.exit_code, result.stdout) == (0, "")

@@ -20,7 +20,8 @@ def split_call(tmp_path):
     """The tree with demo_old's call over three lines."""
     repo = Repo(tmp_path / "repo", TREE)
     repo.edit(DEMO, 'dev->old_wq = alloc_workqueue("demo_old", WQ_UNBOUND, num_possible_cpus());',
-              'dev->old_wq = alloc_workqueue("demo_old",\n\t\t\t\t      WQ_UNBOUND,\n\t\t\t\t      num_possible_cpus());')
+              'dev->old_wq = alloc_workqueue("demo_old",\n\t\t\t\t      WQ_UNBOUND,\n'
+              '\t\t\t\t      num_possible_cpus());')
     repo.commit("demo: one argument a line")
     return repo
 
@@ -56,7 +57,8 @@ def test_the_rest_of_the_patch_is_still_judged(split_call, tmp_path):
     result = review(short, "--format", "b4")
     assert result.exit_code == 1, result.stderr
     (line,) = result.stdout.splitlines()
-    assert line.startswith("drivers/demo/demo.c:28: WARNING: WQ_UNBOUND workqueue with max_active derived from a CPU count")
+    assert line.startswith("drivers/demo/demo.c:28: WARNING: WQ_UNBOUND workqueue with max_active derived from a "
+                           "CPU count")
     assert review(short).stderr.splitlines().count(NOTE) == 1
 
 
