@@ -79,6 +79,9 @@ def test_max_findings_per_patch_most_severe_first(tree):
 
 
 def test_paths_opt_in(tree):
+    configure(tree, "paths: []\n")  # muted by default
+    assert rules_of(review(tree)) == []
+    assert review(tree).exit_code == 0
     configure(tree, "paths: [fs/]\n")
     assert rules_of(review(tree)) == []
     configure(tree, "paths: [drivers/demo/extra.c]\n")

@@ -5,7 +5,7 @@ it, read by every command (scan, review, fix, bulk, check). It selects what is r
       disable: [legacy-create-workqueue]      # or enable: [...]: only these
     min-severity: warning                     # note | warning | error
     max-findings: 5                           # review: per patch, the most severe first
-    paths: [drivers/net/, net/]               # only findings in these (a subsystem opts in)
+    paths: [drivers/net/, net/]               # only findings in these ([]: none, muted)
 
 Command-line options say the same for one run and win. The file is data from the tree:
 bounded, safe YAML without anchors or aliases, every key and value checked; a problem is a
@@ -33,7 +33,7 @@ class Config:
     disable: frozenset = frozenset()
     min_severity: str = "note"
     max_findings: int | None = None
-    paths: tuple = ()  # path prefixes relative to the tree; () for all
+    paths: tuple | None = None  # path prefixes relative to the tree; None: all, (): none
 
     def keeps(self, finding, path: str | None = None) -> bool:
         """path: the finding's path relative to the tree, when finding.path is not."""
@@ -44,7 +44,7 @@ class Config:
         if SEVERITIES.index(finding.severity) < SEVERITIES.index(self.min_severity):
             return False
         path = finding.path if path is None else path
-        return not self.paths or any(path == p.rstrip("/") or path.startswith(p) for p in self.paths)
+        return self.paths is None or any(path == p.rstrip("/") or path.startswith(p) for p in self.paths)
 
     def select(self, findings: list, base: str | None = None) -> list:
         """base: the directory the findings' paths are relative to, when it is not the tree's
@@ -120,7 +120,7 @@ def load(root, rule_ids) -> Config:
         cfg = replace(cfg, max_findings=cap)
     paths = doc.get("paths")
     if paths is not None:
-        if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p.strip() for p in paths):
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p.strip() for p in paths):
             raise ConfigError(f"{path}: paths: want a list of directories or files of the tree")
         cfg = replace(cfg, paths=tuple(re.sub(r"^(\./)+", "", p.strip()).lstrip("/") if p.strip() not in (".", "./")
                                        else "" for p in paths))
