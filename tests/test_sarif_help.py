@@ -65,3 +65,22 @@ def test_every_rule_has_a_help_uri_to_its_section(scanned):
         uri = urlsplit(rule["helpUri"])
         assert (uri.scheme, Path(uri.path), uri.fragment) == ("file", REPO / "docs" / "rules.md", rule["id"])
         assert f"\n## {rule['id']}\n" in docs
+
+
+def test_review_sarif_names_the_patch_and_is_schema_valid():
+    from conftest import FIXTURES
+    result = run("review", FIXTURES / "review" / "series.mbox", "--tree", FIXTURES / "review" / "tree", "-j", "1",
+                 "--format", "sarif", "--all")
+    doc = json.loads(result.stdout)
+    got = [(r["ruleId"], r["baselineState"], r.get("properties", {}).get("introducedBy", {}).get("patch"))
+           for r in doc["runs"][0]["results"]]
+    # (--all: demo.c's old finding is in no file the series names)
+    assert got == [("max-active-over-limit", "new", 3), ("unbound-max-active-cpu-count", "new", 3),
+                   ("legacy-create-workqueue", "new", 2)]
+    by = doc["runs"][0]["results"][2]["properties"]["introducedBy"]
+    assert by == {"patch": 2, "subject": "[PATCH 2/3] demo: add an event queue",
+                  "messageId": "<8f5ab2f551791b8eefef32dbb3a67e63fbdb249c.1795318918.git.jane@example.org>",
+                  "path": "drivers/demo/extra.c", "line": 16}
+    jsonschema = pytest.importorskip("jsonschema")
+    if SCHEMA.is_file():
+        jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
