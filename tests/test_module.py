@@ -332,3 +332,13 @@ def test_fix_from_a_saved_scan_of_a_linked_module_directory(tmp_path):
     assert '+\twq = alloc_workqueue("g", WQ_MEM_RECLAIM | WQ_PERCPU, 0);\n' in got.stdout
     assert got.stdout.startswith("diff --git a/common/percpu.c b/common/percpu.c\n")
     assert "not fixed [unbound-max-active-cpu-count] (2)" in got.stderr
+
+
+def test_review_of_a_linked_module_directory_says_what_it_does_not_read(tmp_path):
+    pkg = linked_package(tmp_path)
+    patch = tmp_path / "0001.patch"
+    patch.write_text("--- a/main.c\n+++ b/main.c\n@@ -1 +1,2 @@\n int wqpkg_main;\n+int wqpkg_other;\n")
+    got = run_cli("review", "--kernel-version", "7.3", "--no-cache", "--tree", pkg / "mod", patch)
+    assert got.exit_code == 0, got.stderr
+    assert (f"wqlint: a review reads only {pkg / 'mod'}: the sources its symbolic links lead to are not "
+            f"reviewed ({pkg / 'common'}, {pkg / 'shared' / 'extra.c'}); scan the package for them") in got.stderr

@@ -194,7 +194,14 @@ class Engine:
         # A module's directory may take sources from elsewhere in its package through links
         # (Kbuild builds what they lead to): those are scanned, each file once, where they lie.
         self.given = list(self.paths)
-        linked, unfollowed = followed_links(self.paths)
+        linked, unfollowed = followed_links(self.paths) if root is None else ([], [])
+        if files is not None and linked:
+            # A review reads the tree through the series' overlay of the directory given.
+            self.notes.append(f"a review reads only {self.paths[0]}: the sources its symbolic links lead "
+                              f"to are not reviewed ({', '.join(str(p) for p in linked[:3])}"
+                              + (f" and {len(linked) - 3} more" if len(linked) > 3 else "")
+                              + "); scan the package for them")
+            linked = []
         self.paths += linked
         self.root = Path(root) if root is not None else find_root(self.paths)
         if unfollowed:
