@@ -41,9 +41,9 @@ static int demo_init_scrub(void)
 
 def mboxrd(*mails: bytes) -> bytes:
     """Messages as public-inbox and lei write them: 'From mboxrd@z' separators, body lines
-    starting with 'From ' (after any '>') escaped with one more '>'."""
+    starting with 'From ' (after any '>') escaped with one more '>', a blank line after each."""
     return b"".join(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + re.sub(rb"(?m)^(>*From )", rb">\1", m)
-                    + (b"" if m.endswith(b"\n") else b"\n") for m in mails)
+                    + (b"" if m.endswith(b"\n") else b"\n") + b"\n" for m in mails)
 
 
 def split(text: bytes) -> list:
@@ -160,3 +160,33 @@ def test_series_listing_and_selection(tmp_path):
                              "--tree", str(TREE), "-j", "1", "--format", "json"], capture_output=True, text=True)
     assert picked.returncode == 1, picked.stderr
     assert [p["number"] for p in json.loads(picked.stdout)["patches"]] == [1, 2, 3]
+
+
+def _mail(msgid, subject, refs=(), body="text\n"):
+    head = f"From: Jane Developer <jane@example.org>\nSubject: {subject}\nMessage-ID: <{msgid}>\n"
+    if refs:
+        head += f"In-Reply-To: <{refs[-1]}>\nReferences: " + " ".join(f"<{r}>" for r in refs) + "\n"
+    return (head + "\n" + body).encode()
+
+
+def test_series_of_a_list_archive():
+    from wqlint.inbox import series_of
+    mbox = mboxrd(
+        _mail("c1", "[PATCH net-next 0/2] demo: queues", body="x\n\nbase-commit: " + "a" * 40 + "\n"),
+        _mail("p1", "[PATCH net-next 1/2] demo: one", ["c1"]),
+        _mail("r1", "Re: [PATCH net-next 1/2] demo: one", ["c1", "p1"]),
+        _mail("p2", "[PATCH net-next 2/2] demo: two", ["c1"]),
+        _mail("lone", "[PATCH] demo: fix a typo", ["bug-report"]),
+        _mail("talk", "demo: what about queues?"),
+        _mail("c2", "[RFC PATCH net-next v2 0/3] demo: queues", ["c1"]),
+        _mail("q1", "[RFC PATCH net-next v2 1/3] demo: one", ["c1", "c2"]),
+        _mail("q3", "[RFC PATCH net-next v2 3/3] demo: three", ["c1", "c2"], body="From the list.\n"),
+    )
+    got = [(s.root, s.version, s.base, s.patches, s.expected, s.subject, [n for n, _ in s.mails])
+           for s in series_of(mbox)]
+    assert got == [("<c1>", 1, "a" * 40, 2, 2, "demo: queues", [0, 1, 2]),
+                   ("<lone>", 1, "", 1, 1, "demo: fix a typo", [1]),
+                   ("<c2>", 2, "", 2, 3, "demo: queues", [0, 1, 3])]
+    # a body line 'From ' survives the round trip through the series' own mbox
+    (v2,) = [s for s in series_of(mbox) if s.version == 2]
+    assert b"\n>From the list.\n" in v2.mbox() and b"\n\nFrom the list.\n" in series_of(v2.mbox())[0].mails[-1][1]

@@ -35,7 +35,7 @@ class Series:
         out = []
         for _, raw in sorted(self.mails, key=lambda m: m[0]):
             body = re.sub(rb"(?m)^(>*From )", rb">\1", raw)
-            end = b"" if body.endswith(b"\n") else b"\n"
+            end = b"" if body.endswith(b"\n\n") else b"\n" if body.endswith(b"\n") else b"\n\n"  # a blank line
             out.append(b"From wqlint-series Thu Jan  1 00:00:00 1970\n" + body + end)
         return b"".join(out)
 
