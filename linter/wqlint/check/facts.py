@@ -333,6 +333,8 @@ def is_valid(data: dict, root: str, checked: "str | None") -> bool:
 
 def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) -> dict:
     """Run the tree analysis over root and keep every site, by file."""
+    from pathlib import Path
+
     from wqlint.scan.engine import SINKS as ENGINE_SINKS, Engine
 
     started = time.time_ns()
@@ -342,7 +344,9 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     # The same analysis as `wqlint scan` of the whole tree, through the same per-tree index
     # (wqlint.scan.store): after a scan of the tree, or a build for another O= directory, the
     # sites are taken from it, and a tree changed since is resolved again from its answers.
-    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=True)
+    # root given: the facts are keyed by paths in root, as Kbuild names the files it compiles
+    # (a module directory's symbolic links are not followed out of it, as a scan would).
+    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=True, root=Path(root))
     analysis = engine.analysis()
     sites = analysis["sites"]
     by_file: dict = {}
