@@ -81,6 +81,17 @@ def test_fix_diff_of_a_module_is_guarded_without_a_kernel_tree(tmp_path):
     # Inside a kernel tree there is one kernel: no guard (tests/test_fix.py).
 
 
+def test_a_slice_of_a_kernel_tree_is_not_a_module(tmp_path):
+    """A directory whose top Makefile names the kernel's version is a slice of that kernel
+    (the scan reads its version there): its fix needs no guard for older kernels."""
+    mod = tmp_path / "slice"
+    shutil.copytree(MULTI, mod)
+    (mod / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 0\n")
+    got = run("fix", "--diff", "--target", "mainline", mod)
+    assert got.exit_code == 0, got.stderr
+    assert "+\t" in got.stdout and "LINUX_VERSION_CODE" not in got.stdout
+
+
 def test_a_compat_branch_the_module_chooses_by_configure_is_left_alone(tmp_path):
     """wqcompat.c's flush_workqueue(system_wq) is in the #else of an #ifdef that configure
     decides, whose other branch already uses system_percpu_wq: reported with the reason,
