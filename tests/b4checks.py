@@ -2,11 +2,11 @@
 _run_checks; _tracking_app.py, _do_checkout), with b4's own functions, on a series given as
 an mbox, in the git repository that is the current directory. Used by test_review_channels.py.
 
-    python b4checks.py SERIES.mbox [--checkout]
+    python b4checks.py SERIES.mbox [--checkout [--back]]
 
 --checkout first makes the review branch b4/review/<change-id> as the TUI's checkout does
 (b4 applies the series at its base-commit and adds its tracking commit); the checks then get
-B4_TRACKING_FILE as the TUI gives it. Prints {"perpatch": {msgid: [result...]},
+B4_TRACKING_FILE as the TUI gives it; --back then checks out main again. Prints {"perpatch": {msgid: [result...]},
 "series": [result...]} as JSON.
 """
 import argparse
@@ -44,6 +44,8 @@ def main():
         with os.fdopen(fd, "w") as fp:
             json.dump(tracking, fp, indent=2)
         extra_env["B4_TRACKING_FILE"] = tracking_file
+        if "--back" in sys.argv:  # the maintainer goes back to their branch; the checks run there
+            b4.git_run_command(topdir, ["checkout", "-q", "main"])
     cover, patches = None, []
     for msg in msgs:
         lsubj = b4.LoreSubject(msg.get("subject", ""))

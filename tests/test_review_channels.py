@@ -103,11 +103,18 @@ CFG_ERROR = ("drivers/demo/cfg.c:10: ERROR: This patch adds __WQ_ORDERED: an ord
              "[ordered-workqueue-sysfs]")
 
 
-@pytest.fixture
-def b4_series(tmp_path):
-    """The three-patch series of test_b4_prep_check_runs_review_per_patch, sent by `b4 send -o`
-    (cover letter with base-commit and change-id, b4's Message-IDs) as one mbox, and the
-    repository at its base with wqlint as b4 review's per-patch and series check commands."""
+SERIES = [("drivers/demo/scan.c", "/* Scanning queues of the demo driver. */",
+           "/* Scanning and event queues of the demo driver. */", "demo: say what scan.c holds"),
+          ("drivers/demo/scan.c", "\t\t\t\t  WQ_UNBOUND | WQ_MEM_RECLAIM,", "\t\t\t\t  WQ_MEM_RECLAIM,",
+           "demo: keep scanning on the submitting CPU"),
+          ("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);',
+           'alloc_ordered_workqueue("demo_cfg", WQ_SYSFS);', "demo: make the configuration queue ordered")]
+
+
+def _sent(tmp_path, edits):
+    """A series of one commit per edit, sent by `b4 send -o` (cover letter with base-commit
+    and change-id, b4's Message-IDs) as one mbox, and the repository at its base with wqlint
+    as b4 review's per-patch and series check commands."""
     if B4 is None:
         pytest.skip("b4 is in the test extra (pip install -e .[test])")
     repo = _series(tmp_path)
@@ -116,14 +123,9 @@ def b4_series(tmp_path):
     repo.git("config", "user.name", ENV["GIT_AUTHOR_NAME"])
     repo.git("config", "user.email", ENV["GIT_AUTHOR_EMAIL"])
     assert _b4(repo, "prep", "-n", "demo-queues", env=env).returncode == 0
-    repo.edit("drivers/demo/scan.c", "/* Scanning queues of the demo driver. */",
-              "/* Scanning and event queues of the demo driver. */")
-    repo.commit("demo: say what scan.c holds")
-    repo.edit("drivers/demo/scan.c", "\t\t\t\t  WQ_UNBOUND | WQ_MEM_RECLAIM,", "\t\t\t\t  WQ_MEM_RECLAIM,")
-    repo.commit("demo: keep scanning on the submitting CPU")
-    repo.edit("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);',
-              'alloc_ordered_workqueue("demo_cfg", WQ_SYSFS);')
-    repo.commit("demo: make the configuration queue ordered")
+    for rel, old, new, subject in edits:
+        repo.edit(rel, old, new)
+        repo.commit(subject)
     sent = _b4(repo, "send", "-o", str(tmp_path / "sent"), "--no-sign", env=env)
     assert sent.returncode == 0, sent.stderr
     mbox = tmp_path / "series.mbox"
@@ -134,6 +136,12 @@ def b4_series(tmp_path):
     repo.git("config", "b4.review-perpatch-check-cmd", command)
     repo.git("config", "b4.review-series-check-cmd", command)
     return repo, mbox, env
+
+
+@pytest.fixture
+def b4_series(tmp_path):
+    """The three-patch series of test_b4_prep_check_runs_review_per_patch."""
+    return _sent(tmp_path, SERIES)
 
 
 def _b4_checks(repo, mbox, env, *args):
@@ -176,6 +184,27 @@ def test_b4_review_checks_with_the_series_not_checked_out(b4_series):
     assert _shown(got["series"]) == [
         ("wqlint", "warn", "not reviewed: the cover letter alone: b4 names the series' commits "
                            "(B4_TRACKING_FILE) only for a series checked out for review", [])]
+
+
+def test_b4_review_per_patch_check_reviews_the_patch_where_the_series_puts_it(tmp_path):
+    """Patch 2 edits the line patch 1 wrote: alone, at the base, it does not apply. With the
+    series checked out for review (and the maintainer back on main), each patch is reviewed
+    as its commit on b4's review branch."""
+    repo, mbox, env = _sent(tmp_path, [
+        ("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 1);',
+         'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 2);', "demo: two configuration items at once"),
+        ("drivers/demo/cfg.c", 'alloc_workqueue("demo_cfg", WQ_UNBOUND | WQ_SYSFS, 2);',
+         'alloc_ordered_workqueue("demo_cfg", WQ_SYSFS);', "demo: make the configuration queue ordered")])
+    tracked = _b4_checks(repo, mbox, env, "--checkout", "--back")
+    assert repo.git("rev-parse", "--abbrev-ref", "HEAD").decode().strip() == "main"
+    assert [_shown(r) for r in tracked["perpatch"].values()] == [
+        [("wqlint", "pass", "no workqueue problem introduced", [])],
+        [("wqlint", "fail", "1 error introduced: ordered-workqueue-sysfs", [CFG_ERROR.replace(
+            "This patch adds __WQ_ORDERED:", "This patch adds __WQ_ORDERED and changes max_active to another value:")])]]
+    alone = _b4_checks(repo, mbox, env)  # no review branch: the patch alone against main
+    (result,) = list(alone["perpatch"].values())[1]
+    assert result["status"] == "fail" and ": drivers/demo/cfg.c: hunk #1 (@@ -7,7 +7,7 @@) does not apply: " \
+        in result["summary"]
 
 
 # -- patchwork ----------------------------------------------------------------------------------

@@ -382,6 +382,17 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
             series = _one_series(patches, series_id)
         else:
             series = mail.load(list(patches), allow_cover=fmt == "b4-review")
+            if fmt == "b4-review" and len(series) == 1 and os.environ.get("B4_TRACKING_FILE"):
+                # b4 review's per-patch check of a series it tracks: the patch where the series puts it
+                from dataclasses import replace
+                from wqlint import b4review
+                got = b4review.tracked_patch(tree or ".", os.environ["B4_TRACKING_FILE"], series[0])
+                if got is not None and len(got[0]) == 1:
+                    sent = series[0]
+                    series, reader, tree = got
+                    series = [replace(series[0], subject=sent.subject, message_id=sent.message_id,
+                                      references=sent.references, author=sent.author,
+                                      author_address=sent.author_address, recipients=sent.recipients)]
             if fmt == "b4-review" and not series:  # b4's series check gives the cover letter
                 from wqlint import b4review
                 from wqlint.formatters.review import b4_review
