@@ -200,7 +200,8 @@ def test_b4_review_per_patch_check_reviews_the_patch_where_the_series_puts_it(tm
     assert [_shown(r) for r in tracked["perpatch"].values()] == [
         [("wqlint", "pass", "no workqueue problem introduced", [])],
         [("wqlint", "fail", "1 error introduced: ordered-workqueue-sysfs", [CFG_ERROR.replace(
-            "This patch adds __WQ_ORDERED:", "This patch adds __WQ_ORDERED and changes max_active to another value:")])]]
+            "This patch adds __WQ_ORDERED:",
+            "This patch adds __WQ_ORDERED and changes max_active to another value:")])]]
     alone = _b4_checks(repo, mbox, env)  # no review branch: the patch alone against main
     (result,) = list(alone["perpatch"].values())[1]
     assert result["status"] == "fail" and ": drivers/demo/cfg.c: hunk #1 (@@ -7,7 +7,7 @@) does not apply: " \
