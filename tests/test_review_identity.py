@@ -200,3 +200,12 @@ def test_bad_revision_keeps_gits_fatal_line(changed, monkeypatch):
     assert (result.exit_code, result.stdout) == (3, "")
     assert result.stderr == "Error: --git nosuch..HEAD: fatal: bad revision 'nosuch..HEAD'\n"
     assert run("review", "--git", "--output=x", "-j", "1").exit_code == 3
+
+
+def test_mailed_patch_with_tree_naming_a_subdirectory():
+    """git writes a patch's paths from the top of the tree: --tree drivers/ reviews it there."""
+    patch = FIXTURES / "review" / "add-queue.patch"
+    result = run("review", patch, "--tree", TREE / "drivers", "-j", "1", "--format", "b4")
+    assert result.exit_code == 1, result.stderr
+    assert result.stdout.startswith("drivers/demo/demo.c:23: WARNING: WQ_UNBOUND workqueue")
+    assert result.stdout == run("review", patch, "--tree", TREE, "-j", "1", "--format", "b4").stdout

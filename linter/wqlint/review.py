@@ -368,6 +368,23 @@ def _read_tree_file(tree: Path, path: str, patch) -> Optional[bytes]:
         raise ReviewError(f"{patch.name}: {path}: {exc} in the tree") from None
 
 
+def _patch_root(treepath: Path, patches) -> Path:
+    """The directory the patches' paths are relative to: --tree, or, when it names a directory
+    inside a kernel tree and the files the patches change are not there but at the kernel
+    tree's top (as git writes paths), that top."""
+    from wqlint.scan.engine import kernel_tree_of
+
+    top = kernel_tree_of(treepath)
+    if top is None or top == treepath:
+        return treepath
+    old = [f.old_path for p in patches for f in p.files if f.old_path]
+    if any(os.path.lexists(treepath / rel) for rel in old):
+        return treepath
+    if not old or any(os.path.lexists(top / rel) for rel in old):
+        return top
+    return treepath
+
+
 def _reversed(patch):
     """The patch that undoes patch: files in reverse order, each hunk's sides swapped."""
     import dataclasses
@@ -482,6 +499,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus,
                 kernel_tree=kernel_tree)
     treepath = Path(os.path.abspath(tree)) if tree else None
+    if treepath is not None and base_reader is None:
+        treepath = _patch_root(treepath, patches)
     applied_note = None
     try:
         state = _Tree(treepath, base_reader)
