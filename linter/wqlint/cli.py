@@ -327,8 +327,9 @@ def rules_cmd(markdown, markdown_docs, rules_path):
 @click.argument("patches", nargs=-1, required=False)
 @click.option("--tree", type=click.Path(exists=True, file_okay=False), default=None,
               help="The tree the series applies to (never modified) [none: the hunks alone].")
-@click.option("--git", "git_range", metavar="BASE..HEAD", default=None,
-              help="Review these commits of the git checkout --tree (default: .) instead of PATCHES.")
+@click.option("--git", "git_range", metavar="REVS", default=None,
+              help="Review these commits (BASE..HEAD, REV^!, REV for REV..HEAD) of the git checkout holding "
+                   "--tree (default: .) instead of PATCHES.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "mail", "github", "rdjson", "sarif", "b4",
                                                    "b4-review", "patchwork"]),
               default="text", show_default=True,
@@ -370,7 +371,7 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
         raise click.BadParameter("an http(s) URL, with --format patchwork", param_hint="--target-url")
     cat = _load_catalogue(rules_path)
     if bool(patches) == bool(git_range):
-        raise click.UsageError("give PATCHES or --git BASE..HEAD, not both and not neither")
+        raise click.UsageError("give PATCHES or --git REVS, not both and not neither")
     if update_reported and not reported_path:
         raise click.UsageError("--update-reported needs --reported FILE")
     reported = _reported(reported_path)
