@@ -257,3 +257,21 @@ def test_patchwork_target_url_must_be_a_url():
     result = run("review", "--tree", TREE, "--format", "patchwork", "--target-url", "not a url",
                  FIXTURES / "review" / "fix.patch")
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"[1, 2", "not b4's tracking data (InputRefused: "),
+    (b'{"series": {"first-patch-commit": "--output=/tmp/x", "change-id": "a"}}', "is not a commit id"),
+    (b'{"series": {"first-patch-commit": "abcdef0", "change-id": "../../x"}}', "cannot name a branch"),
+    (b"[" * 100000, "not b4's tracking data"),
+])
+def test_b4_tracking_file_is_data(tmp_path, monkeypatch, content, problem):
+    tracking = tmp_path / "tracking.json"
+    tracking.write_bytes(content)
+    monkeypatch.setenv("B4_TRACKING_FILE", str(tracking))
+    cover = "From: Jane <jane@example.org>\nSubject: [PATCH 0/2] demo: queues\nMessage-ID: <c@example.org>\n\nHi\n"
+    result = run("review", "--format", "b4-review", "--tree", TREE, "-j", "1", "-", input=cover)
+    assert result.exit_code == 3
+    (entry,) = json.loads(result.stdout)
+    assert entry["status"] == "fail" and problem in entry["summary"], entry
+    assert result.stderr.startswith(f"Error: B4_TRACKING_FILE {tracking}: ")
