@@ -136,7 +136,7 @@ def test_broken_catalogue_names_file_and_line(tmp_path, edit, problem):
 def test_files_the_search_cannot_read_are_reported(tmp_path, monkeypatch):
     # Running as root, nothing is unreadable: feed the search's own error line instead.
     from wqlint.scan import index
-    if not index.shutil.which("rg"):
+    if not index.tools.which("rg"):
         pytest.skip("ripgrep not installed")
     real = index.tools.run
 

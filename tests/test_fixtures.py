@@ -70,10 +70,9 @@ def test_module_parameter_with_a_cpu_count_default_is_reported_as_tunable():
 
 
 def test_without_ripgrep_the_grep_search_gives_the_same_findings(monkeypatch):
-    import shutil
     from wqlint.scan import index
-    real = shutil.which
-    monkeypatch.setattr(index.shutil, "which", lambda name: None if name == "rg" else real(name))
+    real = index.tools.which
+    monkeypatch.setattr(index.tools, "which", lambda name: None if name == "rg" else real(name))
     doc, _ = scan_json(REPO / "examples" / "demo-tree")
     monkeypatch.undo()
     again, _ = scan_json(REPO / "examples" / "demo-tree")

@@ -31,11 +31,11 @@ def tree(tmp_path):
 
 @pytest.mark.parametrize("how", ["rg", "grep", "python"])
 def test_every_name_gets_exactly_its_word_lines(tree, monkeypatch, how):
-    real = shutil.which
+    real = index.tools.which
     hidden = {"rg": set(), "grep": {"rg"}, "python": {"rg", "grep"}}[how]
     if how != "python" and real(how) is None:
         pytest.skip(f"{how} is not installed")
-    monkeypatch.setattr(index.shutil, "which", lambda name: None if name in hidden else real(name))
+    monkeypatch.setattr(index.tools, "which", lambda name: None if name in hidden else real(name))
     idx = TreeIndex(tree, jobs=2)
     names = ["alloc_workqueue_noprof", "alloc_workqueue", "__alloc_workqueue", "system_wq"]
     idx.fetch(names)
@@ -49,11 +49,11 @@ def test_every_name_gets_exactly_its_word_lines(tree, monkeypatch, how):
 
 @pytest.mark.parametrize("how", ["rg", "grep", "python"])
 def test_definition_search_keeps_exactly_the_lines_that_may_define(tree, monkeypatch, how):
-    real = shutil.which
+    real = index.tools.which
     hidden = {"rg": set(), "grep": {"rg"}, "python": {"rg", "grep"}}[how]
     if how != "python" and real(how) is None:
         pytest.skip(f"{how} is not installed")
-    monkeypatch.setattr(index.shutil, "which", lambda name: None if name in hidden else real(name))
+    monkeypatch.setattr(index.tools, "which", lambda name: None if name in hidden else real(name))
     (tree / "d" / "defs.c").write_text(
         "#define NR_Q 4\n"                       # 1: a macro
         "x = f(NR_Q, NR_Q_MAX);\n"               # 2: uses only

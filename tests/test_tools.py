@@ -174,3 +174,34 @@ def test_spatch_reads_no_cocciconfig_of_the_tree(tmp_path):
     (root / ".cocciconfig").write_text("[spatch]\n\toptions = --no-such-option-at-all\n")
     got = _cli("scan", "--engine", "coccinelle", "--format", "json", root)
     assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_a_program_of_the_tree_is_never_found_through_a_relative_path_entry(tmp_path):
+    """PATH with '.' (or an empty entry) and wqlint run in the tree: the tree's own rg, grep
+    and git are not what runs, for wqlint or for the programs it starts."""
+    root = tiny_tree(tmp_path)
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "base")
+    marks = tmp_path / "ran"
+    marks.mkdir()
+    for name in ("rg", "grep", "git", "perl"):
+        fake = root / name
+        fake.write_text(f"#!/bin/sh\ntouch {marks}/{name}\n")
+        fake.chmod(0o755)
+    env = dict(os.environ, PATH=f".:{os.environ['PATH']}:")
+    got = _cli("scan", "--no-cache", "--format", "json", ".", env=env, cwd=root)
+    assert got.returncode == 1 and '"missing-affinity-flag"' in got.stdout, got.stderr
+    got = _cli("fix", ".", "--target", "mainline", "--apply", env=env, cwd=root)
+    assert got.returncode == 0, got.stderr
+    assert os.listdir(marks) == []
+
+
+def test_which_takes_no_relative_path_entry(monkeypatch, tmp_path):
+    from wqlint import tools
+    (tmp_path / "rg").write_text("#!/bin/sh\n")
+    (tmp_path / "rg").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f".::bin:{os.defpath}")
+    assert tools.which("rg") != "./rg" and tools.which("rg") != str(tmp_path / "rg")
+    assert all(os.path.isabs(d) for d in tools.environment()["PATH"].split(os.pathsep))

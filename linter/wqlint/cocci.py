@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -78,7 +77,7 @@ def not_covered(catalogue, directory: Path | None = None) -> list:
 def spatch_binary() -> str:
     """Path of spatch ($SPATCH overrides); SpatchNotFound when it is missing."""
     name = os.environ.get("SPATCH", "spatch")
-    found = shutil.which(name)
+    found = tools.which(name)
     if not found:
         raise SpatchNotFound(name)
     return found

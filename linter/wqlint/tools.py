@@ -52,11 +52,27 @@ class ToolError(Exception):
     """A program that could not be run or gave no answer in time; str() is one line."""
 
 
+def _search_path() -> list:
+    """The directories of PATH that name themselves: an empty or relative entry ('', '.',
+    'bin') would find a program in whatever directory is current, the tree's own `rg` or
+    `git` when wqlint runs a program there (or make runs one in the kernel's tree)."""
+    return [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)]
+
+
+def which(name: str) -> str | None:
+    """The absolute path of the program name (a path when it holds a '/'), or None."""
+    found = [os.path.abspath(name)] if "/" in name else [os.path.join(d, name) for d in _search_path()]
+    for cand in found:
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
 def environment(extra: dict | None = None) -> dict:
     """The environment every program runs in (see the module's text); extra: the caller's
     own fixed settings (never values read from the input)."""
     env = {k: os.environ[k] for k in _KEPT if k in os.environ}
-    env.setdefault("PATH", os.defpath)
+    env["PATH"] = os.pathsep.join(_search_path())
     env.update(LC_ALL="C", LANG="C", HOME=os.devnull,
                GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_ATTR_NOSYSTEM="1",
                GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_NO_LAZY_FETCH="1",
@@ -85,8 +101,11 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
     env: extra variables (see environment())."""
     argv = _argv(argv)
     what = what or os.path.basename(argv[0])
+    # The program found here, where it names itself (which()); argv[0] stays as given, as
+    # programs name themselves after it in their messages. One not found: "cannot run".
+    program = which(argv[0]) or os.path.join(os.sep, "nonexistent", os.path.basename(argv[0]))
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=environment(env), start_new_session=True,
+        proc = subprocess.Popen(argv, executable=program, cwd=cwd, env=environment(env), start_new_session=True,
                                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:

@@ -25,16 +25,8 @@ _PREDEF = re.compile(r"^#define ([A-Za-z_]\w*(?:\([^)]*\))?) ?(.*)$")
 TIMEOUT = 300
 
 
-def _which(name: str):
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        cand = os.path.join(d or ".", name)
-        if os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
 def _tool(name: str, package: str) -> str:
-    path = _which(name)
+    path = tools.which(name)
     if not path:
         raise CheckError(f"{name} not found: install Debian's '{package}' package (apt-get install {package})")
     return path

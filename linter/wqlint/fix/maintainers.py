@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,7 +203,9 @@ def require_tools(root: Path) -> None:
         raise TreeFileMissing(root, MAINTAINERS, WHY_MAINTAINERS)
     if not (root / GET_MAINTAINER).is_file():
         raise TreeFileMissing(root, GET_MAINTAINER, WHY_GET_MAINTAINER)
-    if shutil.which("perl") is None:
+    from wqlint import tools
+
+    if tools.which("perl") is None:
         raise SeriesError("perl: not found: scripts/get_maintainer.pl needs it")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -465,13 +464,13 @@ class TreeIndex:
             paths = [p for p in paths if safeio.searchable(root / p)]
             if not paths:
                 return []
-        rg = shutil.which("rg")
+        rg = tools.which("rg")
         if rg:
             return self._ripgrep(rg, tokens, keep, paths, root, follow)
         units = self._work_units() if paths is None else [str(root / p) for p in paths]
         if not units:
             return []
-        if shutil.which("grep") is None:
+        if tools.which("grep") is None:
             return self._pyscan(units, tokens, root)
         recurse = "-R" if follow else "-r"
         args = ["grep", recurse + "nFHZ", "--include=*.c", "--include=*.h"]
