@@ -49,16 +49,34 @@ def _headers(patch) -> list:
     return out
 
 
-def _comment(c) -> list:
+def _alike(c):
+    """What makes comments on one line one comment: the same rule, message and change, each
+    about another queue than the line's own call (a call's own comment stays apart)."""
+    return (c.finding.rule_id, c.finding.message, c.what, id(c) if c.in_call else None)
+
+
+def _places(findings) -> str:
+    """'a.c:10, 12 and b.c:7': the calls, each file named once."""
+    by_file: dict = {}
+    for f in findings:
+        by_file.setdefault(f.path, []).append(str(f.line))
+    parts = [f"{path}:{', '.join(lines)}" for path, lines in by_file.items()]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _comment(c, others=()) -> list:
     f = c.finding.shown()
     out = [""]
     if c.what:
         out += _wrap(sentence(printable(c.what))) + [""]
-    if not c.in_call:
+    if others:
+        out += _wrap(f"This line reaches {len(others) + 1} workqueues, allocated at "
+                     f"{_places([f] + [o.finding.shown() for o in others])}:")
+    elif not c.in_call:
         out += _wrap(f"This line reaches the workqueue allocated at {f.path}:{f.line}:")
     out += _wrap(f"{f.severity}: {f.message} [{f.rule_id}]")
     if f.chain:
-        out += ["", "Resolution chain:"]
+        out += ["", f"Resolution chain{f' (of {f.path}:{f.line})' if others else ''}:"]
         for step in f.chain:
             out += _wrap(f"{step.path}:{step.line}: {step.note}", "  ", "      ")
     flags = flag_steps(c)
@@ -160,8 +178,12 @@ def _reply(review, patch, comments, catalogue) -> list:
                     body.append("> [...]")
                 last = max(li, done - 1, _statement_end(hunk.lines, li))
                 body += [_quote(op, text) for op, text in hunk.lines[first:last + 1]]
+                # Comments alike on one line (a field that several queues read) are one comment.
+                groups: dict = {}
                 for c in at_line:
-                    body += _comment(c)
+                    groups.setdefault(_alike(c), []).append(c)
+                for first, *others in groups.values():
+                    body += _comment(first, others)
                 done = last + 1
             if done < len(hunk.lines):
                 body.append("> [...]")
