@@ -564,3 +564,9 @@ def test_sections_agree_with_get_maintainer(linux_6_12):
     assert m.subsystem("fs/reiserfs/super.c").obsolete
     assert m.subsystem("drivers/md/dm-crypt.c").name == "DEVICE-MAPPER  (LVM)"
     assert m.subsystem("kernel/workqueue.c").name == "WORKQUEUE"
+
+
+def test_get_maintainer_output_of_another_form_is_an_error():
+    with pytest.raises(ValueError, match="not in the form asked for"):
+        parse_get_maintainer("Lai Reviewer <lai@example.org> (reviewer:WORKQUEUE)\n"
+                             "WORKQUEUE\nM:\tTejun Heo <tj@example.org>\n")

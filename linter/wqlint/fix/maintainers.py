@@ -221,7 +221,9 @@ def _cc_order(role: str) -> int:
 
 
 def parse_get_maintainer(output: str) -> list:
-    """The addresses get_maintainer.pl printed with --roles: people, then lists."""
+    """The addresses get_maintainer.pl printed with --roles: people, then lists. A line of
+    another form (a .get_maintainer.conf in the tree may ask for other output) is ValueError
+    naming it: a Cc list must not lose people silently."""
     entries: list[tuple] = []  # (order of the role, position, who)
     seen: set[str] = set()
     for line in output.splitlines():
@@ -229,7 +231,11 @@ def parse_get_maintainer(output: str) -> list:
         if not line:
             continue
         m = _ROLE.match(line)
-        who, role = (m.group("who"), m.group("role")) if m else (line, "")
+        if m is None and _ROLE.match("- " + line):
+            continue  # '(open list:X)': an L: entry with a name first gives no address
+        if m is None:
+            raise ValueError(f"a line not in the form asked for (NAME <ADDRESS> (ROLE)): {line[:80]!r}")
+        who, role = m.group("who"), m.group("role")
         address = re.search(r"<([^<>]+)>\s*$", who)
         key = (address.group(1) if address else who).strip().lower()
         if "@" not in key or key in seen:  # an L: entry with a name first gives no address
@@ -258,7 +264,10 @@ def cc_list(root: Path, files: list) -> list:
         err = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
         detail = err[-1] if err else f"exit status {proc.returncode}"
         raise SeriesError(f"{root / GET_MAINTAINER}: failed on {files[0]}: {detail}")
-    return parse_get_maintainer(out)
+    try:
+        return parse_get_maintainer(out)
+    except ValueError as exc:
+        raise SeriesError(f"{root / GET_MAINTAINER}: printed {exc}") from None
 
 
 def cc_lists(root: Path, groups: list, jobs: Optional[int] = None) -> list:
