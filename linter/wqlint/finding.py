@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Union
 
 # What may not reach a line of a text format as it is: control characters but tab (a newline
 # in a file name would start a forged diagnostic line of its own; an escape sequence drives
@@ -39,7 +40,7 @@ class Step:
     # A step that binds a wrapper's parameter at one of its calls: (the wrapper's name, the
     # 0-based index of the argument). `wqlint check` resolves that argument again as the
     # configuration being built makes it.
-    binds: tuple = ()
+    binds: tuple[Union[str, int], ...] = ()
 
     def to_dict(self) -> dict:
         return {"path": self.path, "line": self.line, "text": self.text, "note": self.note}

@@ -7,6 +7,7 @@ from typing import Optional
 
 from wqlint import api
 from wqlint.catalogue import Catalogue
+from wqlint.finding import Step
 from wqlint.scan.values import Param, Value, cases, decision_arms, evaluate, find_path, steps_along, walk
 
 
@@ -16,11 +17,11 @@ class NameArgs:
     into it (api.NAME_ARGS), resolved like flags and max_active, through wrappers."""
 
     fmt: Value
-    args: tuple = ()  # Values of the arguments after the format, in order
+    args: tuple[Value, ...] = ()  # Values of the arguments after the format, in order
     # The variable arguments of a variadic macro (its parameter at this index and after) not
     # yet bound: they come from the macro's callers. None once every argument is known.
     rest: Optional[Param] = None
-    step: Optional[object] = None  # the Step naming the format argument at the sink
+    step: Optional[Step] = None  # the Step naming the format argument at the sink
 
 
 @dataclass
@@ -32,11 +33,11 @@ class Site:
     end_col: int
     flags: Value
     max_active: Value
-    prefix: list  # Steps from the reported call inward to the alloc_workqueue() call
-    via: list = field(default_factory=list)  # wrapper names, outermost first
-    suppressed: frozenset = frozenset()  # rule ids suppressed by a comment at the call
-    only: Optional[frozenset] = None  # when set, the only rules that judge this site
-    skip: frozenset = frozenset()  # rules judged at another site of the same call
+    prefix: list[Step]  # Steps from the reported call inward to the alloc_workqueue() call
+    via: list[str] = field(default_factory=list)  # wrapper names, outermost first
+    suppressed: frozenset[str] = frozenset()  # rule ids suppressed by a comment at the call
+    only: Optional[frozenset[str]] = None  # when set, the only rules that judge this site
+    skip: frozenset[str] = frozenset()  # rules judged at another site of the same call
     flags_arg: int = -1  # argument of the reported call that carries the flags (-1: none)
     max_active_arg: int = -1  # argument of the reported call that is max_active (-1: none)
     # What names the queue across edits (review): the function the reported call is in, and
@@ -44,7 +45,7 @@ class Site:
     function: str = ""
     queue: str = ""
     end_line: int = 0  # last line of the reported call
-    arg_texts: tuple = ()  # the reported call's arguments as written
+    arg_texts: tuple[str, ...] = ()  # the reported call's arguments as written
     name: Optional[NameArgs] = None  # the queue's name: format and arguments
 
 
@@ -72,17 +73,17 @@ class QueueUse:
     line: int  # of the called name (where the fixer finds the call)
     col: int
     end_col: int
-    step: object  # the Step showing the call
+    step: Step  # the Step showing the call
     function: str = ""  # the function the call is in
-    suppressed: frozenset = frozenset()
-    only: Optional[frozenset] = None
-    skip: frozenset = frozenset()
-    conditions: tuple = ()  # Steps naming the #if conditions the call is compiled under
+    suppressed: frozenset[str] = frozenset()
+    only: Optional[frozenset[str]] = None
+    skip: frozenset[str] = frozenset()
+    conditions: tuple[Step, ...] = ()  # Steps naming the #if conditions the call is compiled under
     compat_pair: str = ""  # an undecided #if whose other branch uses the replacement already
     within: str = ""  # the function or macro whose definition holds the call
     # (helper, Step) of the calls in the same file of the API's helpers that queue on a
     # system queue themselves (api.SCHEDULE_HELPERS): the work a flush may mean to wait for.
-    scheduled: tuple = ()
+    scheduled: tuple[tuple[str, Step], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from wqlint.finding import Step
 
@@ -63,7 +63,7 @@ class Tunable(Value):
 @dataclass(frozen=True)
 class Op(Value):
     op: str  # + - * / % << >> | & ^ ~ neg ! min max clamp
-    args: tuple
+    args: tuple[Optional[Value], ...]  # (None: a bound met before any assignment, resolve.py)
 
 
 @dataclass(frozen=True)
@@ -74,18 +74,18 @@ class Cond:
     (the same condition text, with none of its variables assigned in between).
     """
 
-    key: tuple
+    key: tuple[Union[str, int, tuple[Union[str, int], ...]], ...]
     arm: str  # "true", "false", a case label, "default", "none", "entered", "skipped"
     step: Step  # the decision's line, the note naming the arm taken
 
 
 @dataclass(frozen=True)
 class Alt(Value):
-    options: tuple
+    options: tuple[Value, ...]
     why: str  # "2 assignments", "ternary", ...
     # Per option, the arms (tuple of Cond) of the decisions that lead to it; () when the
     # options are not told apart by any decision of the C (several assignments to a field).
-    guards: tuple = ()
+    guards: tuple[tuple[Cond, ...], ...] = ()
 
 
 def with_step(value: Value, step: Optional[Step]) -> Value:
@@ -202,7 +202,7 @@ def _combine(value: Value, got: list) -> tuple:
     return out, complete
 
 
-def strings_of(value: Value, distrust=lambda v: False) -> tuple:
+def strings_of(value: Optional[Value], distrust=lambda v: False) -> tuple:
     """(set of the byte strings value can be, complete): Str leaves, alternatives and "cat"
     joins. complete is False when a part is no string wqlint knows (a parameter, an unknown,
     a number) or a node distrust(node) rejects."""
@@ -315,7 +315,7 @@ def _rebuild(value: Value, leaf, pick) -> Value:
         if isinstance(v, Op):
             results.append(Op(v.step, v.op, kids))
         elif isinstance(v, Alt):
-            guards = ()
+            guards: tuple = ()
             if v.guards:  # the decisions of the options kept
                 at = {id(o): i for i, o in enumerate(v.options)}
                 guards = tuple(v.guards[at[id(o)]] for o in pick(v, children(v)))

@@ -1,0 +1,119 @@
+"""scan.codec: typed values as JSON data and back, checked against their declared types."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+import pytest
+
+from wqlint import catalogue
+from wqlint.finding import Step
+from wqlint.scan import codec, engine, store
+from wqlint.scan.values import Alt, Const, CpuCount, Op, Unknown
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Box:
+    step: Optional[Step]
+    value: Union[int, str, tuple[int, ...]]
+    raw: bytes
+    names: frozenset[str]
+    by_pos: dict[tuple[str, int], str]
+
+
+def test_round_trip_of_a_real_scan():
+    """Every scan of the fixture trees comes back equal, Steps shared as they were."""
+    cat = catalogue.load(REPO / "rules.yaml")
+    c = codec.Codec(store.Analysis, shared=(Step,))
+    done = 0
+    for tree in ("review/tree", "mainline", "check7"):
+        root = REPO / "tests" / "fixtures" / tree
+        if not root.is_dir():
+            continue
+        eng = engine.Engine([str(root)], cat, store=None)
+        got = eng.analysis()
+        got.pop("read")  # (kept beside it, in store.Kept)
+        data = json.loads(json.dumps(c.encode(store.Analysis(**got))))
+        back = c.decode(data)
+        assert back == store.Analysis(**got)
+        assert back.sites and [s.flags for s in back.sites] == [s.flags for s in got["sites"]]
+        done += 1
+    assert done >= 2
+
+
+def test_values_and_their_steps():
+    step = Step("a.c", 3, "x = num_online_cpus();", "CPU count", ("wrap", 1))
+    value = Op(None, "+", (Alt(step, (CpuCount(step, "num_online_cpus()"), Const(None, 2)), "ternary"),
+                           Unknown(step, "why")))
+    c = codec.Codec(codec_value_type(), shared=(Step,))
+    data = c.encode(value)
+    assert data["shared"]["Step"] == [["Step", "a.c", 3, "x = num_online_cpus();", "CPU count", ["wrap", 1]]]
+    back = c.decode(json.loads(json.dumps(data)))
+    assert back == value and type(back.args[0].options[0]) is CpuCount
+
+
+def codec_value_type():
+    from wqlint.scan.values import Value
+    return Value
+
+
+def test_bytes_str_unions_and_pairs():
+    c = codec.Codec(Box, shared=(Step,))
+    box = Box(None, (1, 2), b"\xff\x00ok", frozenset({"a", "b"}), {("x.c", 4): "f"})
+    data = json.loads(json.dumps(c.encode(box)))
+    assert c.decode(data) == box
+    for v in (3, "s"):
+        assert c.decode(json.loads(json.dumps(c.encode(Box(None, v, b"", frozenset(), {}))))).value == v
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: d["value"].__setitem__(0, "Step"),          # another class in its place
+    lambda d: d["value"].__setitem__(1, 0),               # a Step that is not in the table
+    lambda d: d["value"].__setitem__(2, 1.5),             # a float for a union of int, str, tuple
+    lambda d: d["value"].__setitem__(2, True),            # a bool is no int
+    lambda d: d["value"].__setitem__(3, "\u0100"),        # not a latin-1 byte
+    lambda d: d["value"].__setitem__(4, ["a", 1]),        # an int among str
+    lambda d: d["value"].__setitem__(5, [["x.c", 4]]),    # not a pair
+    lambda d: d["value"].__setitem__(5, [[["x.c", "4"], "f"]]),  # a str for the int of a key
+    lambda d: d["value"].pop(),                           # a field missing
+    lambda d: d["value"].append(1),                       # a field too many
+    lambda d: d.__setitem__("value", ["os.system", "x"]),  # a name of code
+    lambda d: d["shared"].pop("Step"),
+    lambda d: d.__setitem__("value", [[]] * 10),
+])
+def test_anything_else_is_invalid(damage):
+    c = codec.Codec(Box, shared=(Step,))
+    data = json.loads(json.dumps(c.encode(Box(None, 1, b"", frozenset({"a"}), {("x.c", 4): "f"}))))
+    damage(data)
+    with pytest.raises(codec.Invalid):
+        c.decode(data)
+
+
+def test_deep_data_is_invalid_not_a_crash():
+    from wqlint.scan.values import Value
+    c = codec.Codec(Value, shared=(Step,))
+    data = {"shared": {"Step": []}, "value": None}
+    node: list = ["Const", None, 1]
+    for _ in range(100_000):
+        node = ["Alt", None, [node], "", []]
+    data["value"] = node
+    with pytest.raises(codec.Invalid):
+        c.decode(data)
+
+
+def test_what_it_cannot_store():
+    c = codec.Codec(Box, shared=(Step,))
+    with pytest.raises(codec.Unstorable):
+        c.encode(Box(None, 1.5, b"", frozenset(), {}))
+    with pytest.raises(codec.Unstorable):
+        c.encode(Box(None, 1, "not bytes", frozenset(), {}))
+
+    @dataclass
+    class Loose:
+        anything: tuple
+    with pytest.raises(TypeError):
+        codec.Codec(Loose)
