@@ -6,11 +6,13 @@ then: the findings, their lines and chains must be the same.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import pickle
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +91,27 @@ def both(root: Path, cat, target: str = "") -> tuple:
     assert shape(cached) == shape(fresh)
     assert [str(e) for e in cached.errors] == [str(e) for e in fresh.errors]
     return cached, fresh
+
+
+def stored(root: Path) -> dict:
+    """The index file of root, parsed (its header checked): its first line, and the two
+    lines of each scan (Kept, Analysis)."""
+    head, _, body = store.Store(root).path.read_bytes().partition(b"\n")
+    assert head == b"wqlint-index %d %s" % (store.FORMAT, hashlib.blake2b(body, digest_size=32).hexdigest().encode())
+    lines = [json.loads(line) for line in body.split(b"\n")]
+    return {"first": lines[0], "scans": [lines[n:n + 2] for n in range(1, len(lines), 2)]}
+
+
+def restore(root: Path, doc: dict) -> None:
+    """Write doc (see stored()) as root's index file, with the header that makes it valid."""
+    body = b"\n".join(json.dumps(x).encode() for x in [doc["first"]] + [x for pair in doc["scans"] for x in pair])
+    store.Store(root).path.write_bytes(
+        b"wqlint-index %d %s\n" % (store.FORMAT, hashlib.blake2b(body, digest_size=32).hexdigest().encode()) + body)
+
+
+def stamped(doc: dict) -> tuple:
+    """(files with a stamp, files without) of an index."""
+    return tuple(doc["first"][k].split("\0") for k in ("files", "unknown"))
 
 
 def cpu_findings(report) -> list:
@@ -199,11 +222,10 @@ def test_broken_index_file_is_ignored(tree, cat):
     first, _ = both(tree, cat)
     path = store.Store(tree).path
     assert path.is_file()
-    path.write_bytes(b"not a pickle")
+    path.write_bytes(b"not an index")
     got, _ = both(tree, cat)
     assert shape(got) == shape(first)
-    data = pickle.loads(path.read_bytes())
-    assert data["root"] == str(tree)
+    assert stored(tree)["first"]["root"] == str(tree)
 
 
 def test_scans_kept_by_other_code_are_not_read(tree, cat):
@@ -211,14 +233,13 @@ def test_scans_kept_by_other_code_are_not_read(tree, cat):
     code resolved are dropped, the searches kept."""
     first = engine.scan([str(tree)], cat, cache=True)
     assert cpu_findings(first)
-    path = store.Store(tree).path
 
     def rewrite(code):
-        data = pickle.loads(path.read_bytes())
-        for payload in data["scans"].values():
-            payload["sites"] = []  # what code that resolved no site would have kept
-        data["code"] = code
-        path.write_bytes(pickle.dumps(data))
+        data = stored(tree)
+        for _kept, analysis in data["scans"]:
+            analysis["value"][1] = []  # the sites: what code that resolved none would keep
+        data["first"]["code"] = code
+        restore(tree, data)
 
     rewrite(store.code_id())
     assert cpu_findings(engine.scan([str(tree)], cat, cache=True)) == []  # kept scans are read
@@ -241,7 +262,7 @@ def test_no_cache_writes_nothing(tree, tmp_path):
     proc = cli("scan", "--format", "json", str(tree), env=env)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == plain
-    assert [p.name for p in (tmp_path / "xdg" / "wqlint" / "index").glob("*.pickle")] == [store.Store(tree).path.name], \
+    assert [p.name for p in (tmp_path / "xdg" / "wqlint" / "index").iterdir()] == [store.Store(tree).path.name], \
         "on by default"
 
 
@@ -249,7 +270,6 @@ def test_no_cache_writes_nothing(tree, tmp_path):
 def test_unusable_cache_dir_on_the_command_line(tree, tmp_path, monkeypatch, how):
     """The default run with a cache directory it cannot use: the same output and exit
     status as --no-cache, nothing on stderr, nothing written."""
-    import builtins
     import errno
     from helpers import run
     xdg = tmp_path / "xdg"
@@ -260,18 +280,13 @@ def test_unusable_cache_dir_on_the_command_line(tree, tmp_path, monkeypatch, how
     else:  # a read-only mount: EROFS on every write under it (root ignores mode bits)
         (xdg / "wqlint" / "index").mkdir(parents=True)
 
-        def read_only(path, mode="r", *args, **kw):
-            if str(path).startswith(str(xdg)) and set(mode) & set("wax+"):
-                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
-            return builtins.open(path, mode, *args, **kw)
-        monkeypatch.setattr(store, "open", read_only, raising=False)
-        lock = store.safeio.open_lock
+        real = os.open
 
-        def read_only_lock(path):
-            if str(path).startswith(str(xdg)):
+        def read_only(path, flags, *args, **kw):
+            if str(path).startswith(str(xdg)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
                 raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
-            return lock(path)
-        monkeypatch.setattr(store.safeio, "open_lock", read_only_lock)
+            return real(path, flags, *args, **kw)
+        monkeypatch.setattr(os, "open", read_only)
     for _ in range(2):
         proc = run("scan", "--format", "json", tree)
         assert (proc.exit_code, proc.stdout, proc.stderr) == (1, plain.stdout, "")
@@ -286,7 +301,7 @@ def test_concurrent_runs(tree, tmp_path):
     assert all(p.returncode == 1 for p in procs)
     results = [json.loads(o)["findings"] for o in outs]
     assert all(r == results[0] for r in results)
-    assert not list((tmp_path / "xdg" / "wqlint" / "index").glob("*.tmp"))
+    assert [p.name for p in (tmp_path / "xdg" / "wqlint" / "index").iterdir()] == [store.Store(tree).path.name]
     again = json.loads(cli("scan", "--format", "json", str(tree), env=env).stdout)["findings"]
     assert again == results[0]
 
@@ -379,17 +394,19 @@ def test_review_sees_a_wrapper_renamed_between_runs(tree, cat):
     assert comments(True) == want
 
 
-def test_a_file_rewritten_in_the_same_tick_is_looked_at_again(tree, cat):
+def test_a_file_rewritten_in_the_same_tick_is_looked_at_again(tree, cat, monkeypatch):
     """The first run walks the tree beside its first search: a file whose stamp is that
     recent is not trusted, so the same size and mtime with other bytes is still seen."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # the tree's other files are older than that
+    time.sleep(0.4)
     init = tree / "fs/foo/init.c"
     init.write_text(INIT_C.replace("num_online_cpus()", "nr_cpu_ids"))
     stamp = init.stat().st_mtime_ns
     first, _ = both(tree, cat)
     assert cpu_findings(first)
-    data = pickle.loads(store.Store(tree).path.read_bytes())
-    assert data["stamps"]["fs/foo/init.c"] is None
-    assert data["stamps"]["fs/foo/super.c"] is not None
+    files, unknown = stamped(stored(tree))
+    assert "fs/foo/init.c" in unknown
+    assert "fs/foo/super.c" in files
     init.write_text(INIT_C.replace("num_online_cpus()", "1234567890"))
     os.utime(init, ns=(stamp, stamp))
     assert cpu_findings(engine.scan([str(tree)], cat, cache=True)) == []
@@ -412,7 +429,7 @@ def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, linux_6_12
     """The JSON of a whole-tree scan: building the index (the shared session scan), without
     it, and reusing it; byte for byte."""
     built, xdg = linux_6_12_scan
-    assert list((xdg / "wqlint" / "index").glob("*.pickle"))
+    assert list((xdg / "wqlint" / "index").glob("*.json"))
 
     def run(*extra, cache_home):
         proc = cli("scan", "--format", "json", "--jobs", "2", *extra, str(linux_6_12),
@@ -424,3 +441,467 @@ def test_whole_linux_6_12_same_with_and_without_the_index(linux_6_12, linux_6_12
     assert json.loads(plain)["findings"]
     assert built == plain
     assert run(cache_home=xdg) == plain
+
+
+# -- the index is data, in a place only its user can write (issue: code from the cache) ----
+
+class _Run:
+    """Unpickling this runs a command: what an index file of the old format could do."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_in_place_of_the_index_is_never_run(tree, cat, tmp_path):
+    import pickle
+    marker = tmp_path / "ran"
+    path = store.Store(tree).path
+    path.parent.mkdir(parents=True, mode=0o700)
+    os.chmod(path.parent.parent, 0o700)
+    for name in (path.name, path.with_suffix(".pickle").name):
+        (path.parent / name).write_bytes(pickle.dumps({"format": 5, "x": _Run(marker)}))
+    got, _ = both(tree, cat)
+    assert cpu_findings(got)
+    assert not marker.exists()
+
+
+def _refuse(what: str, tree: Path) -> None:
+    path = store.Store(tree).path
+    if what == "file of another user":
+        os.chown(path, 65534, 65534)
+    elif what == "file writable by others":
+        os.chmod(path, 0o666)
+    elif what == "directory of another user":
+        os.chown(path.parent, 65534, 65534)
+    elif what == "directory writable by its group":
+        os.chmod(path.parent, 0o770)
+    elif what == "parent directory writable by others":
+        os.chmod(path.parent.parent, 0o777)
+    elif what == "cache home writable by all, not sticky":
+        os.chmod(path.parent.parent.parent, 0o777)
+    elif what == "index directory a symbolic link":
+        real = path.parent.with_name("elsewhere")
+        path.parent.rename(real)
+        path.parent.symlink_to(real)
+
+
+REFUSED = ["file of another user", "file writable by others", "directory of another user",
+           "directory writable by its group", "parent directory writable by others",
+           "cache home writable by all, not sticky", "index directory a symbolic link"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the index to another user")
+@pytest.mark.parametrize("what", REFUSED)
+def test_an_index_others_could_have_written_is_not_read(tree, cat, what):
+    """As ssh with its files: an index another user owns or may write, or that sits in such
+    a directory, is not read (nor written): the scan searches the tree."""
+    first, _ = both(tree, cat)
+    assert first.grep_rounds > 0
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    assert engine.scan([str(tree)], cat, cache=True).grep_rounds == 0  # the index answers
+    _refuse(what, tree)
+    path = store.Store(tree).path
+    before = path.read_bytes()
+    write(tree, "fs/foo/init.c", INIT_C)
+    got, _ = both(tree, cat)
+    assert got.grep_rounds > 0
+    assert cpu_findings(got) == cpu_findings(first)
+    assert path.read_bytes() == before
+
+
+def test_a_sticky_cache_home_is_used(tree, cat, monkeypatch, tmp_path):
+    """A cache under a directory all may write to but not rename in (/tmp): the index's own
+    directories are the user's and private."""
+    home = tmp_path / "shared"
+    home.mkdir()
+    os.chmod(home, 0o1777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    both(tree, cat)
+    for d in (home / "wqlint", home / "wqlint" / "index"):
+        assert os.stat(d).st_mode & 0o777 == 0o700
+    assert engine.scan([str(tree)], cat, cache=True).grep_rounds == 0
+
+
+def _doc_edits():
+    """Ways to damage an index whose header stays valid: each must be caught by its types.
+    (Those in a scan's Analysis are found when the scan is used: that scan is dropped.)"""
+    def site(doc):
+        return doc["scans"][0][1]["value"][1][0]
+
+    def first(doc):
+        return doc["first"]
+    return {
+        "no answers": lambda d: first(d).pop("answers"),
+        "a site's line a string": lambda d: site(d).__setitem__(3, "6"),
+        "a site's line a bool": lambda d: site(d).__setitem__(3, True),
+        "a site's field missing": lambda d: site(d).pop(),
+        "a class that is not a value": lambda d: site(d).__setitem__(6, ["Site"] + site(d)[1:]),
+        "a class name that names code": lambda d: site(d).__setitem__(6, ["os.system", "touch x"]),
+        "a step out of the table": lambda d: site(d)[8].append(10**6),
+        "stamps out of step": lambda d: first(d).__setitem__("stamps", first(d)["stamps"][:-8]),
+        "stamps not base64": lambda d: first(d).__setitem__("stamps", "*" + first(d)["stamps"][1:]),
+        "another tree's": lambda d: first(d).__setitem__("root", "/elsewhere"),
+        "lines not bytes": lambda d: first(d)["answers"]["value"][4].__setitem__(0, [["fs/foo/x.c", 1], "\u20ac"]),
+        "a path that is no file name": lambda d: first(d).__setitem__("files", "\ud800.c" + first(d)["files"][3:]),
+        "a scan key of another shape": lambda d: d["scans"][0][0]["value"].__setitem__(1, ["scan"]),
+        "a scan's files read of another shape": lambda d: d["scans"][0][0]["value"].__setitem__(4, {"x": 1}),
+        "garbage for a scan": lambda d: d["scans"][0].__setitem__(1, {"x": 1}),
+        "an extra key": lambda d: first(d).__setitem__("extra", 1),
+    }
+
+
+@pytest.mark.parametrize("edit", sorted(_doc_edits()))
+def test_an_index_of_the_wrong_shape_is_not_used(tree, cat, edit, monkeypatch):
+    """An index whose digest holds but whose data is not what the types say: the scan
+    starts from nothing (or, for a scan's Analysis, resolves that scan again), with the
+    same result, and writes a good index."""
+    monkeypatch.setattr(store, "RACY_NS", 0)  # stamps of files written just now are kept
+    first, _ = both(tree, cat)
+    doc = stored(tree)
+    assert doc["scans"] and doc["first"]["answers"]["value"][4]
+    _doc_edits()[edit](doc)
+    restore(tree, doc)
+    got, _ = both(tree, cat)
+    assert got.grep_rounds > 0 or edit.startswith(("a site", "a class", "a step", "garbage for a scan"))
+    assert shape(got) == shape(first)
+    assert stored(tree)["first"]["root"] == str(tree)
+    assert engine.scan([str(tree)], cat, cache=True).grep_rounds == 0
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a byte changed", "empty", "a directory", "a FIFO",
+                                    "another format", "JSON nested deep"])
+def test_a_damaged_index_file_means_starting_from_nothing(tree, cat, damage):
+    first, _ = both(tree, cat)
+    path = store.Store(tree).path
+    raw = path.read_bytes()
+    path.unlink()
+    if damage == "truncated":
+        path.write_bytes(raw[: len(raw) * 2 // 3])
+    elif damage == "a byte changed":
+        at = raw.index(b'fs/foo/init.c') + 5
+        path.write_bytes(raw[:at] + b"g" + raw[at + 1:])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "a directory":
+        path.mkdir()
+    elif damage == "a FIFO":
+        os.mkfifo(path)
+    elif damage == "another format":
+        path.write_bytes(raw.replace(b"wqlint-index %d " % store.FORMAT, b"wqlint-index 99 ", 1))
+    else:
+        body = b"[" * 100_000 + b"]" * 100_000
+        path.write_bytes(b"wqlint-index %d %s\n" % (store.FORMAT, hashlib.blake2b(body, digest_size=32)
+                                                    .hexdigest().encode()) + body)
+    got, _ = both(tree, cat)
+    assert got.grep_rounds > 0
+    assert shape(got) == shape(first)
+
+
+def _cli_same_as_no_cache(tree: Path, env: dict, preexec_fn=None) -> None:
+    plain = cli("scan", "--no-cache", "--format", "json", str(tree), env=env)
+    assert plain.returncode == 1, plain.stderr
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-m", "wqlint", "scan", "--format", "json", str(tree)],
+                              capture_output=True, text=True, env=env, preexec_fn=preexec_fn)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (1, plain.stdout, "")
+
+
+def test_a_cache_that_cannot_take_the_file_size(tree, tmp_path):
+    """EFBIG (a file size limit): the run carries on without saving."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+    xdg = tmp_path / "xdg"
+    _cli_same_as_no_cache(tree, dict(os.environ, XDG_CACHE_HOME=str(xdg)), limit)
+    assert [p.name for p in xdg.rglob("*")] == ["wqlint", "index"]
+
+
+@pytest.mark.parametrize("where", ["a name too long", "under /proc", "a file"])
+def test_a_cache_directory_that_cannot_be_made(tree, tmp_path, where):
+    xdg = {"a name too long": str(tmp_path / ("x" * 300)), "under /proc": "/proc/self/wqlint-cache",
+           "a file": str(tmp_path / "file")}[where]
+    if where == "a file":
+        Path(xdg).write_text("")
+    _cli_same_as_no_cache(tree, dict(os.environ, XDG_CACHE_HOME=xdg))
+
+
+def test_a_full_disk_leaves_no_index_and_no_litter(tree, cat, monkeypatch):
+    """ENOSPC while the index is written: no index, no temporary file, the same result."""
+    import errno
+    import io
+    real = os.fdopen
+
+    class Full(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def fdopen(fd, *args, **kw):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(store.index_dir())):
+            os.close(fd)
+            return io.BufferedWriter(Full())
+        return real(fd, *args, **kw)
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    got, _ = both(tree, cat)
+    assert cpu_findings(got)
+    assert list(store.index_dir().iterdir()) == []
+
+
+# -- never stale: the index gives what --no-cache gives ------------------------------------
+
+def test_an_edit_of_the_same_size_with_the_mtime_put_back(tree, cat, monkeypatch):
+    """Same size, same mtime, other bytes (an editor or a tool that keeps the mtime): the
+    change of ctime shows it."""
+    monkeypatch.setattr(store, "RACY_NS", 0)
+    first, _ = both(tree, cat)
+    assert cpu_findings(first)
+    init = tree / "fs/foo/init.c"
+    st = init.stat()
+    edited = INIT_C.replace("num_online_cpus()", "1234567890 + 4 ~0")
+    assert len(edited) == len(INIT_C)
+    init.write_text(edited)
+    os.utime(init, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (init.stat().st_size, init.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    got, _ = both(tree, cat)
+    assert cpu_findings(got) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run wqlint as a user who cannot read a file")
+def test_a_file_made_unreadable_with_the_mtime_kept(tmp_path):
+    """chmod 000 keeps the mtime and the size: the scan with the index reports the file as
+    --no-cache does (an Error line, exit 3), and neither keeps an index of that tree."""
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="wqlint-store-"))
+    try:
+        root = base / "linux"
+        (root / "include" / "linux").mkdir(parents=True)
+        (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\n")
+        for rel, text in (("fs/foo/foo.h", FOO_H), ("fs/foo/super.c", SUPER_C), ("fs/foo/init.c", INIT_C)):
+            write(root, rel, text)
+        xdg = base / "xdg"
+        xdg.mkdir(mode=0o700)
+        subprocess.run(["chown", "-R", "nobody", str(base)], check=True)
+        os.chmod(base, 0o755)
+        env = dict(os.environ, XDG_CACHE_HOME=str(xdg), PYTHONPATH=str(REPO / "linter"))
+
+        def scan(*extra):
+            return subprocess.run([sys.executable, str(REPO / "tests" / "as_user.py"), "nobody", "scan", *extra,
+                                   "--format", "json", str(root)], capture_output=True, text=True, env=env)
+        time.sleep(store.RACY_NS / 1e9 + 0.1)  # every stamp is kept: only the ctime tells
+        first = scan()
+        assert first.returncode == 1, first.stderr
+        assert list((xdg / "wqlint" / "index").glob("*.json"))
+        os.chmod(root / "fs/foo/init.c", 0)
+        plain = scan("--no-cache")
+        assert plain.returncode == 3 and "Error: fs/foo/init.c: permission denied" in plain.stderr, plain.stderr
+        for _ in range(2):
+            got = scan()
+            assert (got.returncode, got.stdout, got.stderr) == (plain.returncode, plain.stdout, plain.stderr)
+    finally:
+        subprocess.run(["rm", "-rf", str(base)])
+
+
+# -- bounds: scans and names, least recently used out --------------------------------------
+
+def _kept_targets(root: Path) -> list:
+    return sorted(kept["value"][1][1][0] if kept["value"][1][1] else "" for kept, _ in stored(root)["scans"])
+
+
+def _dirs_tree(root: Path, n: int) -> list:
+    out = []
+    for i in range(n):
+        rel = f"drivers/d{i:02d}"
+        write(root, f"{rel}/d.c",
+              f"void d{i}(void)\n{{\n\tq = alloc_workqueue(\"d{i}\", WQ_UNBOUND, nr_cpu_ids);\n}}\n")
+        out.append(rel)
+    return out
+
+
+def test_the_index_keeps_the_scans_used_last(tree, cat):
+    dirs = _dirs_tree(tree, 11)
+    for d in dirs[:8]:
+        both(tree, cat, d)
+    assert _kept_targets(tree) == dirs[:8]
+    again = engine.scan([str(tree / dirs[0])], cat, cache=True)  # used again: kept longest
+    assert again.grep_rounds == 0
+    for d in dirs[8:]:
+        both(tree, cat, d)
+    assert len(_kept_targets(tree)) == store.MAX_SCANS
+    assert _kept_targets(tree) == [dirs[0]] + dirs[4:]
+    for d in (dirs[0], dirs[10]):
+        got = engine.scan([str(tree / d)], cat, cache=True)
+        assert got.grep_rounds == 0 and [f.path for f in got.findings] == [d + "/d.c"]
+
+
+def test_the_index_stays_within_its_size(tree, cat, monkeypatch):
+    dirs = _dirs_tree(tree, 6)
+    both(tree, cat, dirs[0])
+    size = store.Store(tree).path.stat().st_size
+    monkeypatch.setattr(store, "MAX_INDEX_BYTES", size + 1000)  # room for one scan, not two
+    for d in dirs:
+        got, _ = both(tree, cat, d)
+        assert [f.path for f in got.findings] == [d + "/d.c"]
+        assert store.Store(tree).path.stat().st_size <= store.MAX_INDEX_BYTES
+    assert _kept_targets(tree) == [dirs[-1]]
+    stored_before = stored(tree)
+    monkeypatch.setattr(store, "MAX_INDEX_BYTES", 1000)  # the stamps and a few names
+    write(tree, "fs/foo/other.c", "int x;\n")
+    both(tree, cat)
+    doc = stored(tree)
+    assert store.Store(tree).path.stat().st_size <= 1000
+    assert doc["scans"] == [] and \
+        len(doc["first"]["answers"]["value"][1]) < len(stored_before["first"]["answers"]["value"][1])
+    monkeypatch.setattr(store, "MAX_INDEX_BYTES", 100)  # not even those: not written
+    write(tree, "fs/foo/other.c", "int y;\n")
+    both(tree, cat)
+    assert stored(tree) == doc
+
+
+def test_the_index_keeps_the_names_used_last(tree, cat, monkeypatch):
+    """Past MAX_NAMES names, those used least recently go, with the scans resolved from
+    them; what is left still tells every change."""
+    monkeypatch.setattr(store, "RACY_NS", 0)
+    first, _ = both(tree, cat)
+    n = len({k if isinstance(k, str) else k[1] for k in store.Store(tree).open().found})
+    monkeypatch.setattr(store, "MAX_NAMES", n - 1)
+    dirs = _dirs_tree(tree, 2)
+    both(tree, cat, dirs[0])
+    doc = stored(tree)
+    names = set(doc["first"]["answers"]["value"][1]) | set(doc["first"]["answers"]["value"][2])
+    assert len(names) <= n - 1
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    got, _ = both(tree, cat, "fs")
+    assert cpu_findings(got) == []
+    write(tree, "fs/foo/init.c", INIT_C)
+    got, _ = both(tree, cat, "fs")
+    assert shape(got) == shape(first)
+
+
+def test_a_line_that_changes_what_it_is_on_the_same_line(tree, cat):
+    """A definition found on a line that is not a #define is passed over without reading its
+    file; the same line made a #define must be seen, though the lines found are the same."""
+    write(tree, "include/linux/foo_n.h", "int FOO_N = 2;\n")
+    write(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "FOO_N"))
+    first, _ = both(tree, cat)
+    assert cpu_findings(first) == []
+    write(tree, "include/linux/foo_n.h", "#define FOO_N num_online_cpus()\n")
+    got, _ = both(tree, cat)
+    assert [f[0] for f in cpu_findings(got)] == ["fs/foo/super.c"]
+
+
+# -- bounds: scans and names, least recently used out --------------------------------------
+
+def _kept_targets(root: Path) -> list:
+    return sorted(kept["value"][1][1][0] if kept["value"][1][1] else "" for kept, _ in stored(root)["scans"])
+
+
+def _dirs_tree(root: Path, n: int) -> list:
+    out = []
+    for i in range(n):
+        rel = f"drivers/d{i:02d}"
+        write(root, f"{rel}/d.c",
+              f"void d{i}(void)\n{{\n\tq = alloc_workqueue(\"d{i}\", WQ_UNBOUND, nr_cpu_ids);\n}}\n")
+        out.append(rel)
+    return out
+
+
+def test_the_index_keeps_the_scans_used_last(tree, cat):
+    dirs = _dirs_tree(tree, 11)
+    for d in dirs[:8]:
+        both(tree, cat, d)
+    assert _kept_targets(tree) == dirs[:8]
+    again = engine.scan([str(tree / dirs[0])], cat, cache=True)  # used again: kept longest
+    assert again.grep_rounds == 0
+    for d in dirs[8:]:
+        both(tree, cat, d)
+    assert len(_kept_targets(tree)) == store.MAX_SCANS
+    assert _kept_targets(tree) == [dirs[0]] + dirs[4:]
+    for d in (dirs[0], dirs[10]):
+        got = engine.scan([str(tree / d)], cat, cache=True)
+        assert got.grep_rounds == 0 and [f.path for f in got.findings] == [d + "/d.c"]
+
+
+def test_the_index_stays_within_its_size(tree, cat, monkeypatch):
+    dirs = _dirs_tree(tree, 6)
+    both(tree, cat, dirs[0])
+    size = store.Store(tree).path.stat().st_size
+    monkeypatch.setattr(store, "MAX_INDEX_BYTES", size + 1000)  # room for one scan, not two
+    for d in dirs:
+        got, _ = both(tree, cat, d)
+        assert [f.path for f in got.findings] == [d + "/d.c"]
+        assert store.Store(tree).path.stat().st_size <= store.MAX_INDEX_BYTES
+    assert _kept_targets(tree) == [dirs[-1]]
+    stored_before = stored(tree)
+    monkeypatch.setattr(store, "MAX_INDEX_BYTES", 1000)  # the stamps and a few names
+    write(tree, "fs/foo/other.c", "int x;\n")
+    both(tree, cat)
+    doc = stored(tree)
+    assert store.Store(tree).path.stat().st_size <= 1000
+    assert doc["scans"] == [] and \
+        len(doc["first"]["answers"]["value"][1]) < len(stored_before["first"]["answers"]["value"][1])
+    monkeypatch.setattr(store, "MAX_INDEX_BYTES", 100)  # not even those: not written
+    write(tree, "fs/foo/other.c", "int y;\n")
+    both(tree, cat)
+    assert stored(tree) == doc
+
+
+def test_the_index_keeps_the_names_used_last(tree, cat, monkeypatch):
+    """Past MAX_NAMES names, those used least recently go, with the scans resolved from
+    them; what is left still tells every change."""
+    monkeypatch.setattr(store, "RACY_NS", 0)
+    first, _ = both(tree, cat)
+    n = len({k if isinstance(k, str) else k[1] for k in store.Store(tree).open().found})
+    monkeypatch.setattr(store, "MAX_NAMES", n - 1)
+    dirs = _dirs_tree(tree, 2)
+    both(tree, cat, dirs[0])
+    doc = stored(tree)
+    names = set(doc["first"]["answers"]["value"][1]) | set(doc["first"]["answers"]["value"][2])
+    assert len(names) <= n - 1
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    got, _ = both(tree, cat, "fs")
+    assert cpu_findings(got) == []
+    write(tree, "fs/foo/init.c", INIT_C)
+    got, _ = both(tree, cat, "fs")
+    assert shape(got) == shape(first)
+
+
+def test_a_line_that_changes_what_it_is_on_the_same_line(tree, cat):
+    """A definition found on a line that is not a #define is passed over without reading its
+    file; the same line made a #define must be seen, though the lines found are the same."""
+    write(tree, "include/linux/foo_n.h", "int FOO_N = 2;\n")
+    write(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "FOO_N"))
+    first, _ = both(tree, cat)
+    assert cpu_findings(first) == []
+    write(tree, "include/linux/foo_n.h", "#define FOO_N num_online_cpus()\n")
+    got, _ = both(tree, cat)
+    assert [f[0] for f in cpu_findings(got)] == ["fs/foo/super.c"]
+
+
+def test_fix_and_bulk_without_the_index(tree, tmp_path):
+    """--no-cache on fix and bulk as on scan: the same output, no index read or written."""
+    (tree / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 0\nSUBLEVEL = 0\n")
+    write(tree, "fs/foo/super.c", SUPER_C.replace("WQ_UNBOUND", "0"))  # missing-affinity-flag
+    xdg = tmp_path / "xdg"
+    env = dict(os.environ, XDG_CACHE_HOME=str(xdg))
+    for name in ("fix", "bulk"):
+        outs = []
+        for cache in ("--no-cache", "--cache"):
+            extra = ["--diff"] if name == "fix" else ["--out", str(tmp_path / "out")]
+            proc = cli(name, "--target", "mainline", *extra, cache, str(tree), env=env)
+            outs.append((proc.returncode, proc.stdout, proc.stderr))
+            if cache == "--no-cache":
+                assert not xdg.exists()
+        assert outs[0] == outs[1]
+        # (bulk stops at the tree's missing MAINTAINERS, after the scan)
+        assert outs[0][0] == 0 and "+\tinfo->wq = alloc_workqueue(\"foo\", WQ_PERCPU," in outs[0][1] \
+            if name == "fix" else outs[0][0] == 3 and "MAINTAINERS: not found" in outs[0][2]
+        assert list((xdg / "wqlint" / "index").iterdir())
+        shutil.rmtree(xdg)

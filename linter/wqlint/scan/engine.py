@@ -831,9 +831,11 @@ class Engine:
         None without a store}), call_sha. Taken from the store when nothing they depend on
         changed since they were kept."""
         key = self._scan_key()
-        kept = self.store.scans.get(key) if key is not None and not self.store.dirty else None
+        kept = self.store.scan(key) if key is not None else None
         if kept is not None:
             self._check_named_files()
+            if self.save_store and self.store.unsaved:  # new stamps (a touched file), the scan's use
+                self.store.save()
             return kept
         # Searched with the first round of sites(): the uses of the system queues, and the
         # callers of the API's macros (each a wrapper whose callers are the allocations),
@@ -843,19 +845,21 @@ class Engine:
         sites = self.sites()
         bits = self._bits()
         uses = self._queue_uses()
-        read: dict[str, Optional[bytes]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
+        read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
         if self.store is not None:
+            from wqlint import safeio
+            from wqlint.scan.source import MAX_FILE_BYTES
             from wqlint.scan.store import digest
             for rel in read:
                 src = self.index.files.get(rel)
                 if src is not None:
                     read[rel] = digest(src.data)
-                else:
+                else:  # a file the scan could not use (binary, too large, not a regular file)
                     try:
                         read[rel] = digest(safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root))
                     except safeio.InputRefused:
-                        read[rel] = b""
+                        read[rel] = ""
         # The digest of each reported call's text (Finding.call_sha), from the files in memory
         # now: a scan taken from the store then reads none of them again.
         call_sha = {}
@@ -1045,7 +1049,8 @@ def _unique(errors):
 
 
 def open_store(root: Path):
-    """The index of root kept between runs, brought up to date with the tree."""
+    """The index of root kept between runs, brought up to date with the tree; None when
+    the run goes without one (a tree the index cannot read whole: see scan.store)."""
     from wqlint.scan.store import Store
     return Store(root).open()
 

@@ -11,35 +11,54 @@ unset):
 - the allocation sites of a scan of the whole tree or of a directory, with the files each
   scan read (and a digest of their bytes);
 - for a review, which function or macro each allocation line outside the patched files sits
-  in (dropped with its file when the file changes), and the hidden directories the walk
-  below skipped (named in a note): a warm review reads no file of the tree but the patched
-  ones and those the chains go through.
+  in (dropped with its file when the file changes): a warm review reads no file of the tree
+  but the patched ones and those the chains go through.
 
 An index that nothing changed since it was read is not written again.
 
-Validity, checked at every run: the tree is walked as the search walks it (.c/.h files, no
-hidden directories, no symbolic links) and each file's (mtime_ns, size) compared with what
-was recorded before its bytes were read. A file added, deleted or renamed, or whose stamp
-changed, is searched again, in Python, for every name the index holds, and its lines
-replace the old ones; if any answer changed, or a file a scan read has other bytes now, the
-sites are resolved again (from the index: no search of the tree, unless a chain now needs a
-name never asked for), else they are reused as they are. A file touched without a change,
-or a git branch switched back and forth, thus costs one read of that file. A stamp recorded
-less than two seconds before the walk began is kept as "unknown", so a file rewritten in the
-same clock tick with the same size is still looked at next time.
+Validity, checked at every run: the tree is walked as the search walks it (regular .c/.h
+files, no hidden directories, no symbolic links) and each file's (inode, size, mtime_ns,
+ctime_ns) compared with what was recorded before its bytes were read. The ctime moves with
+every change of the file's bytes or mode, even when the mtime is put back. A file added,
+deleted or renamed, or whose stamp changed, is read again and searched, in Python, for every
+name the index holds, and its lines replace the old ones; if any answer changed, or a file a
+scan read has other bytes now, the sites are resolved again (from the index: no search of
+the tree, unless a chain now needs a name never asked for), else they are reused as they
+are. A file touched without a change, or a git branch switched back and forth, thus costs
+one read of that file. A stamp recorded less than two seconds before the walk began is kept
+as "unknown", so a file rewritten in the same clock tick is still looked at next time.
 
-Runs at the same time are safe: the index is written to a temporary file and renamed over
-the old one under an fcntl lock (the last complete run wins; a reader sees a whole file).
-A missing or read-only cache directory, or a broken index file, only means starting from
-nothing and not writing.
+The index answers only for a tree it can read whole: a directory it cannot list, or a
+changed file it cannot read (its mode, its size), and the run goes without it, as with
+--no-cache, which reports the problem as the search meets it.
+
+The file is data only: one header line (a format number and the BLAKE2b digest of the
+rest), then lines of JSON (the stamps and the answers; then, per scan, its Kept and its
+Analysis, read only when that scan is used), read back through the types the stored classes
+declare (scan.codec).
+Anything else (another format, a digest or a type that does not match, another tree's
+index, a truncated file, a directory in its place, more than MAX_INDEX_BYTES) means starting
+from nothing. It is read through the guarded opener and only from a directory and a file
+owned by the user and writable by nobody else (the directories above: owned by the user or
+root, and writable by others only when sticky, as /tmp), as ssh and git's safe.directory
+require; it is written through the one atomic writer (a reader sees a whole file; of two
+runs at once the last complete one wins), and any failure to write (no space, a file size
+limit, a name too long, a read-only or missing or refused directory) only means carrying on
+without saving.
+
+Bounds: at most MAX_SCANS scans (the least recently used go first), MAX_NAMES names (the
+least recently used go, and the scans resolved from them), MAX_INDEX_BYTES in all.
 """
 from __future__ import annotations
 
-import errno
+import dataclasses
+import base64
 import hashlib
+import json
 import os
-import pickle
 import re
+import stat
+import struct
 import threading
 import time
 from pathlib import Path
@@ -47,12 +66,75 @@ from typing import Optional
 
 from wqlint import __version__, safeio
 from wqlint.code_id import code_id
+from wqlint.finding import InputError, Step
+from wqlint.scan import codec
+from wqlint.scan.site import FlagBits, QueueUse, Site
 from wqlint.scan.source import MAX_FILE_BYTES
 
-FORMAT = 5
+FORMAT = 6
+MAGIC = b"wqlint-index"
 _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 RACY_NS = 2_000_000_000
-MAX_INDEX_BYTES = 1024 * 1024 * 1024
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+MAX_SCANS = 8
+MAX_NAMES = 8192
+
+
+@dataclasses.dataclass
+class Analysis:
+    """What the engine keeps of a scan (Engine.analysis()) but the files it read (Kept)."""
+
+    sites: list[Site]
+    uses: list[QueueUse]
+    bits: FlagBits
+    bad: dict[str, str]
+    errors: list[InputError]
+    parse_errors: dict[str, str]
+    files_scanned: int
+    call_sha: dict[tuple[str, int, int], str]
+    api_files: frozenset[str]
+
+
+# A scan's key (Engine._scan_key): "scan", the paths, the API header, wqlint's own files
+# (rel, digest), the kernel version.
+ScanKey = tuple[str, tuple[str, ...], str, tuple[tuple[str, str], ...], tuple[int, ...]]
+
+
+@dataclasses.dataclass
+class Kept:
+    """A scan kept in the index: when it was last used, the names it was resolved from, the
+    files it read (the digest of their bytes). Its Analysis follows it in the file, read
+    only when the scan is used."""
+
+    key: ScanKey
+    used: int
+    names: frozenset[str]
+    read: dict[str, Optional[str]]
+
+
+@dataclasses.dataclass
+class Answers:
+    """The searches answered: uses and definitions of each name (with the scopes searched
+    for them), the lines they are on, the files the search could not use, the function
+    around an allocation line, and when each name was last used."""
+
+    uses: dict[str, list[tuple[str, int]]]
+    defs: dict[str, list[tuple[str, int]]]
+    cover: dict[str, set[str]]
+    lines: dict[tuple[str, int], bytes]
+    bad: dict[str, str]
+    enclosing: dict[tuple[str, bytes], str]
+    age: dict[str, int]
+
+
+_CODECS: dict = {}
+
+
+def _codec(kind) -> codec.Codec:
+    got = _CODECS.get(kind)
+    if got is None:
+        got = _CODECS[kind] = codec.Codec(kind, shared=(Step,))
+    return got
 
 
 def cache_home() -> Path:
@@ -64,20 +146,48 @@ def index_dir() -> Path:
     return cache_home() / "wqlint" / "index"
 
 
-def digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def walk(root: Path, hidden: Optional[list] = None) -> dict:
-    """rel -> (mtime_ns, size) of every .c/.h file as the tree search sees them; hidden, when
-    given, gets the rel paths of the hidden directories it skipped (.git aside), as the
-    engine names them in its note (a symbolic link to a directory counts, as for os.walk)."""
+def private_dir(path: Path, own: int = 2) -> bool:
+    """May the index be kept in the directory path? Its last `own` components (wqlint/index)
+    must be directories of the user's, writable by nobody else; the directories above, the
+    user's or root's, writable by others only when sticky (/tmp). No symbolic link in the
+    path. (ssh's rule for its files; git's safe.directory.)"""
+    path = Path(os.path.abspath(path))
+    uid = os.geteuid()
+    chain = [path] + list(path.parents)
+    for n, d in enumerate(chain):
+        try:
+            st = os.lstat(d)
+        except OSError:
+            return False
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        if n < own:
+            if st.st_uid != uid or st.st_mode & 0o022:
+                return False
+        elif st.st_uid not in (uid, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            return False
+    return True
+
+
+def walk(root: Path, hidden: Optional[list] = None) -> tuple:
+    """(rel -> (inode, size, mtime_ns, ctime_ns) of every regular .c/.h file as the tree
+    search sees them, whether every directory could be listed and every file's stamp
+    taken); hidden, when given, gets the rel paths of the hidden directories it skipped
+    (.git aside), as the engine names them in its note (a symbolic link to a directory
+    counts, as for os.walk)."""
     out: dict = {}
+    whole = True
 
     def visit(path: str, rel: str) -> None:
+        nonlocal whole
         try:
             it = os.scandir(path)
         except OSError:
+            whole = False
             return
         with it:
             for entry in it:
@@ -93,13 +203,13 @@ def walk(root: Path, hidden: Optional[list] = None) -> dict:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         visit(entry.path, rel + name + "/")
-                    elif name.endswith((".c", ".h")) and not entry.is_symlink():
+                    elif name.endswith((".c", ".h")) and entry.is_file(follow_symlinks=False):
                         st = entry.stat(follow_symlinks=False)
-                        out[rel + name] = (st.st_mtime_ns, st.st_size)
+                        out[rel + name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 except OSError:
-                    continue
+                    whole = False
     visit(str(root), "")
-    return out
+    return out, whole
 
 
 def in_scope(rel: str, scopes) -> bool:
@@ -123,27 +233,33 @@ class Store:
     def __init__(self, root: Path, directory: Optional[Path] = None):
         self.root = Path(root)
         self.dir = Path(directory) if directory else index_dir()
-        name = hashlib.sha1(os.fsencode(str(self.root))).hexdigest()[:20]
-        self.path = self.dir / f"{name}.pickle"
-        self.stamps: dict = {}  # rel -> (mtime_ns, size) or None (look again next time)
+        self.name = hashlib.sha1(os.fsencode(str(self.root))).hexdigest()[:20]
+        self.path = self.dir / f"{self.name}.json"
+        self.stamps: dict = {}  # rel -> (inode, size, mtime_ns, ctime_ns) or None (look again next time)
         self.found: dict = {}  # token or ("def", token) -> [(rel, line)] on disk
         self.cover: dict = {}  # token -> definition scopes searched
         self.lines: dict = {}  # (rel, line) -> bytes of that line
         self.bad: dict = {}  # rel -> problem, files the search could not use
-        self.scans: dict = {}  # key -> scan payload (see Engine)
+        self.scans: dict = {}  # key -> scan payload (see Engine), or its line of the file, not read yet
+        self.kept: dict = {}  # key -> Kept
+        self.age: dict = {}  # token -> when last used
+        self.gen = 0  # how many times the index was written
+        self.touched: set = set()  # tokens used in this run
         self.enclosing: dict = {}  # (rel, line bytes) -> the function or macro it sits in
         self.hidden: list = []  # hidden directories the walk skipped
         self.unsaved = True  # something to write (answers, stamps, scans, names)
         self._walker: Optional[threading.Thread] = None  # the thread walking the tree (see open)
         self._now: dict = {}
+        self.whole = True  # the walk listed every directory and took every stamp
         self.loaded = False
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
         self.walk_started = 0
 
     # -- reading and validating ------------------------------------------------------------
-    def open(self) -> "Store":
-        """Load the index of the tree (if any), walk the tree, bring the index up to date.
+    def open(self) -> Optional["Store"]:
+        """Load the index of the tree (if any), walk the tree, bring the index up to date;
+        None when the tree cannot be read whole (the run goes without an index).
 
         Without an index to validate, the walk only records the stamps to save: it runs in a
         thread, beside the first search of the tree (a file changed after the walk began
@@ -155,24 +271,27 @@ class Store:
             self._walker.start()
             return self
         now = self._walk()
-        self.stamps = data["stamps"]
-        self.found = data["found"]
-        self.cover = data["cover"]
-        self.lines = data["lines"]
-        self.bad = data["bad"]
-        # The searches and names stay good; sites resolved by other code do not.
-        self.scans = data["scans"] if data.get("code") == code_id() else {}
-        self.enclosing = data["enclosing"]
+        if not self.whole:
+            return None
+        answers, self.stamps, self.scans, self.kept, self.gen = data
+        self.found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
+        self.cover = answers.cover
+        self.lines = answers.lines
+        self.bad = answers.bad
+        self.enclosing = answers.enclosing
+        self.age = answers.age
         self.loaded = True
-        self._update(now)
+        if not self._update(now):
+            return None
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
-        self.unsaved = bool(self.changed) or stamps != self.stamps
+        self.unsaved = self.dirty or stamps != self.stamps
         self.stamps = stamps
         return self
 
     def _walk(self) -> dict:
         hidden: list = []
-        now = self._now = walk(self.root, hidden)
+        now, self.whole = walk(self.root, hidden)
+        self._now = now
         self.hidden = hidden
         return now
 
@@ -193,44 +312,85 @@ class Store:
 
     def _stamp(self, st):
         """A stamp to record: None when it is too close to now to tell a later rewrite."""
-        return st if st[0] < self.walk_started - RACY_NS else None
+        return st if max(st[2], st[3]) < self.walk_started - RACY_NS else None
 
-    def _read(self) -> Optional[dict]:
+    def _read(self):
+        """(answers, stamps, scans, kept, generation) of the index file, or None
+        when there is none that this tree and this code may use."""
         try:
-            data = pickle.loads(safeio.read_bytes(self.path, MAX_INDEX_BYTES))
-        except (safeio.InputRefused, OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError,
-                IndexError, TypeError):
+            if not private_dir(self.dir) or not self._own_file(missing=False):
+                return None
+            raw = safeio.read_bytes(self.path, MAX_INDEX_BYTES)
+        except (OSError, safeio.InputRefused):
             return None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("wqlint") != __version__ \
-                or data.get("root") != str(self.root):
-            return None
-        return data
+        return self._decode(raw)
 
-    def _update(self, now: dict) -> None:
+    def _own_file(self, missing: bool) -> bool:
+        """Is the index file a regular file of the user's that nobody else may write (or,
+        when missing is true, not there at all)?"""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return missing
+        return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+    def _decode(self, raw: bytes):
+        """The header line checked, the lines of the index: its stamps and answers, then two
+        lines per scan (its Kept, its Analysis: read when used, see scan())."""
+        head, nl, body = raw.partition(b"\n")
+        parts = head.split(b" ")
+        if not nl or len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(FORMAT).encode() \
+                or parts[2] != hashlib.blake2b(body, digest_size=32).hexdigest().encode():
+            return None
+        lines = body.split(b"\n")
+        if len(lines) % 2 != 1:
+            return None
+        try:
+            doc = json.loads(lines[0])
+            if type(doc) is not dict or set(doc) != {"wqlint", "code", "root", "gen", "files", "stamps", "unknown",
+                                                    "answers"} \
+                    or doc["wqlint"] != __version__ or doc["root"] != str(self.root) or type(doc["gen"]) is not int:
+                return None
+            stamps = _stamps_from(doc["files"], doc["stamps"], doc["unknown"])
+            answers = _codec(Answers).decode(doc["answers"])
+            scans, kept = {}, {}
+            if doc["code"] == code_id():  # the searches stay good; sites resolved by other code do not
+                for n in range(1, len(lines), 2):
+                    k = _codec(Kept).decode(json.loads(lines[n]))
+                    scans[k.key] = lines[n + 1]
+                    kept[k.key] = k
+        except (codec.Invalid, ValueError, RecursionError):
+            return None
+        return answers, stamps, scans, kept, doc["gen"]
+
+    def _update(self, now: dict) -> bool:
+        """Bring the answers up to date with the files changed since; False when a changed
+        file cannot be read."""
         old = self.stamps
         changed = {rel for rel, st in now.items() if old.get(rel) != st or st is None}
         changed |= {rel for rel in old if rel not in now}
         self.changed = changed
         if not changed:
-            return
+            return True
         if any(rel not in old for rel in now) or any(rel not in now for rel in old):
             self.dirty = True  # directory listings (a subsystem's files) changed
         read_by_scans: dict = {}
-        for scan in self.scans.values():
-            for rel, dg in scan["read"].items():
+        for k in self.kept.values():
+            for rel, dg in k.read.items():
                 read_by_scans.setdefault(rel, set()).add(dg)
         uses = {k.encode(): k for k in self.found if isinstance(k, str)}
         defs = {k[1].encode(): k[1] for k in self.found if not isinstance(k, str)}
         regexes: dict = {}
         new_found: dict = {}
         new_lines: dict = {}
+        real_dirs: dict = {}
         for rel in sorted(changed):
             data = None
             if rel in now:
                 try:
-                    data = safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root)
+                    data = safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root, real_dirs)
                 except safeio.InputRefused:
-                    data = None
+                    return False
             if rel in read_by_scans and (data is None or {digest(data)} != read_by_scans[rel]):
                 self.dirty = True
             problem = None
@@ -250,9 +410,14 @@ class Store:
             if mine != want:
                 self.dirty = True
                 self.found[key] = sorted([o for o in occ if o[0] not in changed] + want)
-        self.lines = {k: v for k, v in self.lines.items() if k[0] not in changed}
+        kept_lines = {k: v for k, v in self.lines.items() if k[0] not in changed}
+        if len(kept_lines) + len(new_lines) != len(self.lines) \
+                or any(self.lines.get(k) != v for k, v in new_lines.items()):
+            self.dirty = True  # a line found where it was may say something else now
+        self.lines = kept_lines
         self.lines.update(new_lines)
         self.enclosing = {k: v for k, v in self.enclosing.items() if k[0] not in changed}
+        return True
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
         """Search one file's bytes for every name the index holds, as the tree search would."""
@@ -289,11 +454,13 @@ class Store:
         if scopes is not None and not set(scopes) <= self.cover.get(key[1], set()) \
                 and "" not in self.cover.get(key[1], set()):
             return None
+        self.touched.add(_token(key))
         return got
 
     def record(self, key, occ: list, lines: dict, scopes=None) -> None:
         """Keep a search's answer (disk files only)."""
         self.unsaved = True
+        self.touched.add(_token(key))
         if scopes is not None:
             token = key[1]
             old = self.found.get(key, [])
@@ -302,6 +469,40 @@ class Store:
         else:
             self.found[key] = sorted(occ)
         self.lines.update(lines)
+
+    # -- scans ------------------------------------------------------------------------------
+    def scan(self, key) -> Optional[dict]:
+        """The scan kept under key, if nothing it depends on changed (read from its line of
+        the file now; one that is not what its types say is dropped). A scan used that is
+        not among the most recent half is marked used now (written with the index: a scan
+        used run after run is not written each time)."""
+        got = self.scans.get(key) if not self.dirty else None
+        if got is None:
+            return None
+        k = self.kept[key]
+        if isinstance(got, bytes):
+            try:
+                analysis = _codec(Analysis).decode(json.loads(got))
+            except (codec.Invalid, ValueError, RecursionError):
+                del self.scans[key], self.kept[key]
+                self.unsaved = True
+                return None
+            got = self.scans[key] = {**_as_dict(analysis), "read": k.read}
+        self.touched |= k.names
+        if sum(1 for other in self.kept.values() if other.used > k.used) >= MAX_SCANS // 2:
+            k.used = self.gen + 1
+            self.unsaved = True
+        return got
+
+    def keep_scan(self, key, result) -> None:
+        """Keep a scan's result under key (resolved from the answers as they are now)."""
+        if self.dirty:
+            self.scans.clear()  # resolved from answers that have changed since
+            self.kept.clear()
+            self.dirty = False
+        self.scans[key] = result
+        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result["read"])
+        self.unsaved = True
 
     # -- writing -----------------------------------------------------------------------------
     def enclosing_name(self, rel: str, line: bytes, find) -> str:
@@ -314,46 +515,139 @@ class Store:
             self.unsaved = True
         return got
 
-    def keep_scan(self, key, result) -> None:
-        """Keep a scan's result under key (resolved from the answers as they are now)."""
-        if self.dirty:
-            self.scans.clear()  # resolved from answers that have changed since
-            self.dirty = False
-        self.scans[key] = result
-        self.unsaved = True
-
     def save(self) -> bool:
-        """Write the index atomically under the lock; False when the directory cannot hold it.
-        An index read whole and unchanged since is not written again."""
+        """Write the index atomically; False when it is not written (a tree not read whole,
+        a directory that cannot or may not hold it, too large). An index read whole and
+        unchanged since is not written again."""
         self.wait()
+        if not self.whole:
+            return False
         if self.dirty:
-            self.scans = {}  # resolved from answers or files that have changed since
+            self.scans, self.kept = {}, {}  # resolved from answers or files that have changed since
             self.unsaved = True
         if self.loaded and not self.unsaved:
             return True
-        data = {"format": FORMAT, "wqlint": __version__, "code": code_id(), "root": str(self.root),
-                "stamps": self.stamps, "found": self.found, "cover": self.cover, "lines": self.lines, "bad": self.bad,
-                "scans": self.scans, "enclosing": self.enclosing}
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            import fcntl
-            with safeio.open_lock(self.path.with_suffix(".lock")) as lock:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-                tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-                try:
-                    with open(tmp, "xb") as handle:
-                        pickle.dump(data, handle, protocol=pickle.HIGHEST_PROTOCOL)
-                    os.replace(tmp, self.path)
-                    self.unsaved = False
-                except BaseException:
-                    try:
-                        os.unlink(tmp)
-                    except OSError:
-                        pass
-                    raise
-        except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOSPC, errno.ENOTDIR, errno.EEXIST,
-                             errno.ELOOP, errno.EINVAL):
+            blob = self._encode()
+            if blob is None:
                 return False
-            raise
+            self._make_dir()
+            if not private_dir(self.dir) or not self._own_file(missing=True):
+                return False
+            safeio.write_atomic(self.path, blob)
+        except (OSError, safeio.OutputRefused, codec.Unstorable, RecursionError, struct.error):
+            return False
+        self.unsaved = False
+        for old in (f"{self.name}.pickle", f"{self.name}.lock"):  # the index of wqlint 0.x before this format
+            try:
+                os.unlink(self.dir / old)
+            except OSError:
+                pass
         return True
+
+    def _make_dir(self) -> None:
+        """The cache directories, made private to the user (the ones above as they come)."""
+        wqlint = self.dir.parent
+        if not self.dir.is_dir():
+            wqlint.parent.mkdir(parents=True, exist_ok=True)
+            for d in (wqlint, self.dir):
+                try:
+                    d.mkdir(mode=0o700)
+                except FileExistsError:
+                    pass
+
+    def _encode(self) -> Optional[bytes]:
+        """The index file's bytes within the bounds; None when even its stamps and answers
+        alone exceed them."""
+        gen = self.gen + 1
+        for token in self.touched:
+            self.age[token] = gen
+        tokens = {_token(k) for k in self.found}
+        if len(tokens) > MAX_NAMES:
+            self._forget(len(tokens) - MAX_NAMES * 3 // 4)
+        files, stamps, unknown = _stamps_to(self.stamps)
+        while True:
+            answers = _codec(Answers).encode(self._answers())
+            first = json.dumps({"wqlint": __version__, "code": code_id(), "root": str(self.root), "gen": gen,
+                                "files": files, "stamps": stamps, "unknown": unknown, "answers": answers},
+                               separators=(",", ":")).encode()
+            total = len(MAGIC) + len(str(FORMAT)) + 67 + len(first)  # the header line, the first line
+            if total <= MAX_INDEX_BYTES:
+                break
+            tokens = {_token(k) for k in self.found}
+            if not tokens:
+                return None
+            self._forget(max(1, len(tokens) // 4))
+        lines = [first]
+        order = sorted(self.scans, key=lambda k: -self.kept[k].used)
+        for key in order[:MAX_SCANS]:
+            k, got = self.kept[key], self.scans[key]
+            meta = json.dumps(_codec(Kept).encode(k), separators=(",", ":")).encode()
+            if not isinstance(got, bytes):
+                got = json.dumps(_codec(Analysis).encode(Analysis(**{n: v for n, v in got.items() if n != "read"})),
+                                 separators=(",", ":")).encode()
+            if total + len(meta) + len(got) + 2 > MAX_INDEX_BYTES:
+                break
+            total += len(meta) + len(got) + 2
+            lines += [meta, got]
+        for key in order[(len(lines) - 1) // 2:]:
+            del self.scans[key], self.kept[key]
+        body = b"\n".join(lines)
+        self.gen = gen
+        return b"%s %d %s\n" % (MAGIC, FORMAT, hashlib.blake2b(body, digest_size=32).hexdigest().encode()) + body
+
+    def _answers(self) -> Answers:
+        tokens = {_token(k) for k in self.found}
+        return Answers(uses={k: v for k, v in self.found.items() if isinstance(k, str)},
+                       defs={k[1]: v for k, v in self.found.items() if not isinstance(k, str)},
+                       cover=self.cover, lines=self.lines, bad=self.bad, enclosing=self.enclosing,
+                       age={t: a for t, a in self.age.items() if t in tokens})
+
+    def _forget(self, n: int) -> None:
+        """Drop the n least recently used names, their lines, and the scans resolved from
+        them."""
+        tokens = sorted({_token(k) for k in self.found}, key=lambda t: (self.age.get(t, 0), t))
+        gone = set(tokens[:n])
+        self.found = {k: v for k, v in self.found.items() if _token(k) not in gone}
+        self.cover = {t: v for t, v in self.cover.items() if t not in gone}
+        self.age = {t: a for t, a in self.age.items() if t not in gone}
+        wanted = {o for occ in self.found.values() for o in occ}
+        self.lines = {k: v for k, v in self.lines.items() if k in wanted}
+        for key in [key for key, k in self.kept.items() if k.names & gone]:
+            del self.scans[key], self.kept[key]
+
+
+def _token(key) -> str:
+    return key if isinstance(key, str) else key[1]
+
+
+def _as_dict(analysis: Analysis) -> dict:
+    return {f.name: getattr(analysis, f.name) for f in dataclasses.fields(analysis)}
+
+
+_STAMP = struct.Struct("<QQqq")  # inode, size, mtime_ns, ctime_ns
+
+
+def _stamps_to(stamps: dict) -> tuple:
+    """The stamps as the names of the files with one (NUL-separated), their stamps packed
+    (_STAMP, base64), and the names of the files without."""
+    known = [(rel, st) for rel, st in stamps.items() if st is not None]
+    packed = b"".join(_STAMP.pack(*st) for _, st in known)
+    return ("\0".join(rel for rel, _ in known), base64.b64encode(packed).decode(),
+            "\0".join(rel for rel, st in stamps.items() if st is None))
+
+
+def _stamps_from(files, packed, unknown) -> dict:
+    if type(files) is not str or type(packed) is not str or type(unknown) is not str \
+            or not codec.text_ok(files) or not codec.text_ok(unknown):
+        raise codec.Invalid("stamps")
+    try:
+        raw = base64.b64decode(packed, validate=True)
+    except ValueError:
+        raise codec.Invalid("stamps") from None
+    names = files.split("\0") if files else []
+    if len(raw) != _STAMP.size * len(names):
+        raise codec.Invalid("stamps")
+    out: dict = dict(zip(names, _STAMP.iter_unpack(raw)))
+    out.update(dict.fromkeys(unknown.split("\0") if unknown else []))
+    return out
