@@ -538,11 +538,11 @@ def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, ke
         _path_error(exc)
 
 
-def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None, kernel=None):
+def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None, kernel=None, cache=True):
     """The findings fix and bulk work from: a fresh scan of PATHS, or a saved JSON scan
     checked against the files as they are now."""
     if findings_json is None:
-        return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel)
+        return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel, cache=cache)
     from wqlint.fix import saved
     from wqlint.scan.engine import followed_links
 
@@ -567,13 +567,15 @@ def _fix_options(command):
                      help="Use this saved `wqlint scan --format json` instead of scanning."),
         click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores]."),
         _kernel_tree_option,
+        click.option("--cache/--no-cache", default=True, show_default=True,
+                     help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs."),
     ]):
         command = option(command)
     return _analysis_options(command)
 
 
 def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
-          rules_path, kernel_tree=None, oldest=None):
+          rules_path, kernel_tree=None, oldest=None, cache=True):
     from wqlint.fix import plan as plan_mod
 
     cat = _load_catalogue(rules_path)
@@ -581,14 +583,14 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     if unknown:
         raise click.UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(cat.ids())})")
     report = _tree_report(paths, cat, jobs or os.cpu_count() or 1, kernel_version, cpus, max_cpus,
-                          findings_json, _kernel_for(kernel_tree, paths))
+                          findings_json, _kernel_for(kernel_tree, paths), cache)
     report.findings = _config(report.root, cat).select(report.findings)
     for err in report.errors:
         _stderr(str(err))
     try:
         result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest,
                                engine=dict(jobs=jobs or os.cpu_count() or 1, ncpus=cpus, max_cpus=max_cpus,
-                                           kernel_tree=_kernel_for(kernel_tree, paths), cache=True))
+                                           kernel_tree=_kernel_for(kernel_tree, paths), cache=cache))
     except plan_mod.FixError as exc:
         _stderr(f"Error: {exc}")
         sys.exit(3)
@@ -622,7 +624,7 @@ def _summary(result) -> None:
               help="A module's oldest kernel: names it lacks get a version guard [dkms.conf, the module's "
                    "LINUX_VERSION_CODE tests].")
 @_guarded("paths")
-def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, kernel_version, cpus,
+def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, cache, kernel_version, cpus,
         max_cpus, rules_path, mode, force, oldest):
     """Fix the findings in PATHS: --diff prints the change, --apply makes it.
 
@@ -638,7 +640,7 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, 
     if mode is None:
         raise click.UsageError("say --diff or --apply")
     cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
-                                kernel_version, cpus, max_cpus, rules_path, kernel_tree, oldest)
+                                kernel_version, cpus, max_cpus, rules_path, kernel_tree, oldest, cache)
     if mode == "diff":
         click.echo(result.diff(), nl=False)
     else:
@@ -666,7 +668,7 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, 
 @click.option("--build-dir", type=click.Path(file_okay=False), default=None,
               help="With --verify: the O= build directory to use [OUT/verify/build].")
 @_guarded("paths")
-def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, kernel_version, cpus,
+def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, cache, kernel_version, cpus,
          max_cpus, rules_path, out_dir, author, date, verify, build_dir):
     """Bulk fixes for PATHS: OUT/fix.cocci (a semantic patch that makes the same change on any
     copy of the tree) and OUT/NNNN-*.patch (a series, one patch per subsystem, Cc from the
@@ -693,7 +695,7 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
             raise click.UsageError(f"{option} {where} overlaps the tree {tree_root}: "
                                    "give a directory outside it")
     cat, report, result = _plan(paths, target, rule_ids, suggestions, findings_json, jobs,
-                                kernel_version, cpus, max_cpus, rules_path, kernel_tree)
+                                kernel_version, cpus, max_cpus, rules_path, kernel_tree, cache=cache)
     out = Path(out_dir)
     root = Path(result.root)
     if safeio.overlap(out, root):
@@ -727,8 +729,9 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
             touched = verify_mod.touched_files(patches[1:])
             verify_mod.build(scratch, Path(build_dir) if build_dir else out / "verify" / "build",
                              touched, jobs, outcome, original=root)
+            # (the scratch copy is remade by every run: no index of it is kept)
             again = _tree_report([str(scratch / t) for t in touched], cat, jobs, result.version, cpus,
-                                 max_cpus)
+                                 max_cpus, cache=False)
             outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)
         except verify_mod.VerifyError as exc:
             _stderr(f"Error: {exc}")
