@@ -117,3 +117,11 @@ def test_what_it_cannot_store():
         anything: tuple
     with pytest.raises(TypeError):
         codec.Codec(Loose)
+
+
+def test_the_index_can_store_what_it_keeps():
+    """Every class the index keeps declares types the codec can read back (a new field typed
+    as a bare tuple or object would make the index go unused: store._codec)."""
+    for kind in (store.Analysis, store.Kept, store.Answers):
+        codec.Codec(kind, shared=(Step,))
+        store._codec(kind)

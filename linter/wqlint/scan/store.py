@@ -131,9 +131,18 @@ _CODECS: dict = {}
 
 
 def _codec(kind) -> codec.Codec:
+    """The codec of a stored class; Unstorable when a class it holds declares a field the
+    codec cannot read back (a bare tuple: tests/test_codec.py says which), so that the run
+    goes on without the index rather than fail."""
     got = _CODECS.get(kind)
     if got is None:
-        got = _CODECS[kind] = codec.Codec(kind, shared=(Step,))
+        try:
+            got = codec.Codec(kind, shared=(Step,))
+        except TypeError as exc:
+            got = codec.Unstorable(str(exc))
+        _CODECS[kind] = got
+    if isinstance(got, codec.Unstorable):
+        raise got
     return got
 
 
@@ -359,7 +368,7 @@ class Store:
                     k = _codec(Kept).decode(json.loads(lines[n]))
                     scans[k.key] = lines[n + 1]
                     kept[k.key] = k
-        except (codec.Invalid, ValueError, RecursionError):
+        except (codec.Invalid, codec.Unstorable, ValueError, RecursionError):
             return None
         return answers, stamps, scans, kept, doc["gen"]
 
@@ -483,7 +492,7 @@ class Store:
         if isinstance(got, bytes):
             try:
                 analysis = _codec(Analysis).decode(json.loads(got))
-            except (codec.Invalid, ValueError, RecursionError):
+            except (codec.Invalid, codec.Unstorable, ValueError, RecursionError):
                 del self.scans[key], self.kept[key]
                 self.unsaved = True
                 return None
