@@ -205,3 +205,30 @@ def test_which_takes_no_relative_path_entry(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", f".::bin:{os.defpath}")
     assert tools.which("rg") != "./rg" and tools.which("rg") != str(tmp_path / "rg")
     assert all(os.path.isabs(d) for d in tools.environment()["PATH"].split(os.pathsep))
+
+
+def test_review_git_runs_nothing_the_repository_configures(tmp_path):
+    """review --git reads the series and the base blobs: the repository's hooks, diff and
+    textconv drivers, external diff, filters, pager, fsmonitor and signature checks stay
+    unrun, and its diff.noprefix and colours do not change what wqlint reads."""
+    root = tiny_tree(tmp_path)
+    marks = tmp_path / "ran"
+    marks.mkdir()
+    (root / ".gitattributes").write_text("*.c filter=evil diff=evil\n")
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "base")
+    (root / "drivers/demo/demo.c").write_text(DRIVER.replace("WQ_MEM_RECLAIM, 0", "WQ_UNBOUND, num_online_cpus()"))
+    _git(root, "commit", "-qam", "demo: use every CPU")
+    for key, name in (("core.fsmonitor", "fsmonitor"), ("filter.evil.clean", "clean"),
+                      ("filter.evil.smudge", "smudge"), ("diff.evil.textconv", "textconv"),
+                      ("diff.evil.command", "diffcommand"), ("diff.external", "external"),
+                      ("core.pager", "pager"), ("gpg.program", "gpg")):
+        _git(root, "config", key, f"touch {marks}/{name}; cat")
+    for key, value in (("log.showSignature", "true"), ("diff.noprefix", "true"), ("color.ui", "always"),
+                       ("diff.mnemonicPrefix", "true"), ("core.hooksPath", str(marks))):
+        _git(root, "config", key, value)
+    got = _cli("review", "--git", "HEAD~1..HEAD", "--tree", root, "-j", "1")
+    assert os.listdir(marks) == []
+    assert got.returncode == 1, got.stderr
+    assert "unbound-max-active-cpu-count" in got.stdout
