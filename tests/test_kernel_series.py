@@ -63,7 +63,15 @@ def test_series_on_7_3_applies_is_clean_and_passes_kunit_on_three_topologies(lin
 @pytest.mark.kernel
 def test_7_3_boot_that_never_reaches_the_suite_is_tried_three_times_then_fails(linux_7_3):
     """No guest reaches "KTAP version" in 1 s (a boot takes 6-25 s): each topology is booted
-    three times, the two first consoles kept, and test.sh fails naming the topology."""
+    three times, the two first consoles kept, and test.sh fails naming the topology. Each
+    topology's console file first holds a console that reached the suite, as a run before
+    leaves it: it must not count for these boots."""
+    from conftest import CACHE
+
+    results = CACHE / "kernel-series-7.3" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    for name in ("1llc", "2llc", "split"):
+        (results / f"{name}.log").write_text("KTAP version 1\n1..1\n")
     code, out = _run(REPO / "kernel" / "test.sh", KUNIT_BOOT_TIMEOUT="1")
     assert code == 1, out[-4000:]
     for name in ("1llc", "2llc", "split"):
