@@ -92,3 +92,13 @@ def test_one_comment_for_the_queues_a_changed_line_reaches(tmp_path):
                                "CPU count.", ""]
     assert "Resolution chain (of fs/pool/queue.c:8):" in body
     assert sum(ln.startswith("Details: ") for ln in body) == 1
+
+
+def test_what_the_change_did_names_the_value_a_field_now_holds(tmp_path):
+    repo = Repo(tmp_path / "repo", HERE / "tree")
+    repo.edit("fs/pool/super.c", "info->nr_workers = 4;", "info->nr_workers = min(num_online_cpus() * 2, 64);")
+    repo.commit("pool: two workers per CPU")
+    (patch,) = repo.format_patch(tmp_path / "out", "twice")
+    lines = run("review", patch, "--tree", HERE / "tree", "-j", "1").stdout.splitlines()
+    assert lines[-1] == ("    this patch changes max_active to min(num_online_cpus() * 2, 64): it now follows the "
+                         "CPU count")

@@ -35,7 +35,7 @@ from wqlint.finding import Finding, InputError, InternalError, Report, stable_fi
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
-from wqlint.scan.values import cpu_path, evaluate
+from wqlint.scan.values import Op, cpu_path, evaluate, show
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
 
 
@@ -688,7 +688,9 @@ def _queues(engine, moved: dict) -> dict:
         text = site.arg_texts[site.max_active_arg] if 0 <= site.max_active_arg < len(site.arg_texts) else ""
         cpu = cpu_path(site.max_active)
         if cpu is not None and (not text or re.fullmatch(r"[A-Za-z_][\w.>-]*", text)):
-            text = cpu[-1].kind  # a local or a field: say which CPU count it holds
+            # a local or a field: say what it holds ('num_online_cpus() + 2'), else its CPU count
+            ops = [v for v in cpu if isinstance(v, Op)]
+            text = (show(ops[0]) if ops else None) or cpu[-1].kind
         out[key] = _Queue(flag_names(site.flags, ctx.bits), tuple(sorted(values)), text)
     return out
 

@@ -274,6 +274,36 @@ def cpu_path(value: Value) -> Optional[list]:
     return find_path(value, lambda v: isinstance(v, CpuCount))
 
 
+_CALLS = {"min", "max", "clamp"}
+_PREFIX = {"neg": "-", "~": "~", "!": "!"}
+
+
+def show(value: Value, limit: int = 60) -> Optional[str]:
+    """The expression value stands for, written as C ('num_online_cpus() + 2', 'min(
+    num_online_cpus(), 8)'), or None when it holds what is not an expression of constants
+    and CPU counts (a parameter, an unknown, alternatives) or is longer than limit."""
+    def text(v: Value) -> Optional[str]:
+        if isinstance(v, Const):
+            return str(v.value)
+        if isinstance(v, CpuCount):
+            return v.kind
+        if isinstance(v, Alt) and len(v.options) == 1:
+            return text(v.options[0])
+        if isinstance(v, Op):
+            args = [text(a) for a in v.args]
+            if any(a is None for a in args):
+                return None
+            if v.op in _CALLS:
+                return f"{v.op}({', '.join(args)})"  # type: ignore[arg-type]
+            if v.op in _PREFIX and len(args) == 1:
+                return f"{_PREFIX[v.op]}{args[0]}"
+            if len(args) == 2:
+                return f"{args[0]} {v.op} {args[1]}"
+        return None
+    got = text(value)
+    return got if got is not None and len(got) <= limit else None
+
+
 def tunables(value: Value) -> list:
     return [v for v in walk(value) if isinstance(v, Tunable)]
 
