@@ -332,7 +332,8 @@ class Checker:
         from dataclasses import replace
 
         from wqlint.scan import parser
-        from wqlint.scan.resolve import SITE_BUDGET, calls_named, scope_of
+        from wqlint.scan.resolve import SITE_BUDGET
+        from wqlint.scan.scope import calls_named, scope_of
         from wqlint.scan.values import Alt, Op, Tunable, has_unknown
 
         wrapper = tree_site.via[0]

@@ -20,7 +20,10 @@ from wqlint.scan import parser
 from wqlint.scan.cpp import Decider, block_text
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
 from wqlint.scan.kerneltree import KERNEL_PREFIX
-from wqlint.scan.resolve import SITE_BUDGET, Resolver, Scope, calls_named, related, scope_of, _short
+from wqlint.scan.ctext import short as _short
+from wqlint.scan.nearness import related
+from wqlint.scan.resolve import SITE_BUDGET, Resolver
+from wqlint.scan.scope import Scope, calls_named, scope_of
 from wqlint.scan.site import CheckContext, FlagBits, NameArgs, QueueUse, Site
 from wqlint.scan.source import MAX_FILE_BYTES, Chunk, SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk
@@ -180,7 +183,7 @@ class Engine:
         self.jobs = jobs
         self.keep_suppressed = False  # run() lists what suppression comments hide, too
         # Files whose changes are of interest (review): only allocations in their subsystems
-        # are resolved, as chains are only followed within related subsystems (resolve.related).
+        # are resolved, as chains are only followed within related subsystems (nearness.related).
         self.focus = focus
         self.focus_words = focus_words  # names the focus files use: wrappers they may call
         self.progress = progress
@@ -329,7 +332,7 @@ class Engine:
                 if not pat.search(text) or re.match(rb"\s*(\*|//)", text) or define.match(text):
                     continue  # a comment, or the API's own macro (v6.17's alloc_hooks() form)
                 span = src.define_span(line)
-                chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
+                chunk = self.resolver.macros.chunk(src, *span) if span else src.chunk_at(line)
                 if chunk is None:
                     continue
                 calls = calls_named(chunk, sink, line)
@@ -418,7 +421,7 @@ class Engine:
                 if re.match(rb"\s*(\*|//)", text):
                     continue  # a comment
                 span = src.define_span(line)  # a use inside a macro's body counts too
-                chunk = self.resolver.macro_chunk(src, *span) if span else src.chunk_at(line)
+                chunk = self.resolver.macros.chunk(src, *span) if span else src.chunk_at(line)
                 if chunk is None:
                     continue
                 for ident in _identifiers(chunk.root, name):
@@ -560,7 +563,7 @@ class Engine:
         if (not mine and not name_only and scope.kind != "macro") or not scope.name or scope.kind == "file" \
                 or depth >= MAX_WRAPPER_DEPTH:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
-        callers = self.resolver.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
+        callers = self.resolver.functions.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
                                            keep=self._reachable if self.focus is not None else None)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
@@ -721,7 +724,7 @@ class Engine:
         src = self.index.source(near or self.api_header) or next(iter(self.index.files.values()))
         scope = Scope(src, Chunk(src, 1, src.nlines))  # the file's own level (parsed only if used)
         def val(name):
-            v = self.resolver.symbol(name, scope, 0, frozenset())
+            v = self.resolver.symbols.symbol(name, scope, 0, frozenset())
             got, _ = evaluate(v, 1)
             return next(iter(got)) if len(got) == 1 else 0
         return FlagBits(unbound=val("WQ_UNBOUND"), percpu=val("WQ_PERCPU"), bh=val("WQ_BH"),

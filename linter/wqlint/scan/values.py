@@ -15,6 +15,7 @@ from typing import Optional, Union
 from wqlint.finding import Step
 
 MAX_SET = 64  # alternatives kept when evaluating; more means "too many to say"
+MAX_OPTIONS = 48  # assignments, callers or returns kept as the options of one Alt
 
 
 @dataclass(frozen=True)
