@@ -283,7 +283,7 @@ def show(value: Value, limit: int = 60) -> Optional[str]:
     """The expression value stands for, written as C ('num_online_cpus() + 2', 'min(
     num_online_cpus(), 8)'), or None when it holds what is not an expression of constants
     and CPU counts (a parameter, an unknown, alternatives) or is longer than limit."""
-    def text(v: Value) -> Optional[str]:
+    def text(v: Optional[Value]) -> Optional[str]:
         if isinstance(v, Const):
             return str(v.value)
         if isinstance(v, CpuCount):
