@@ -18,6 +18,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CACHE = Path(os.environ.get("WQLINT_CACHE", Path.home() / ".cache" / "wqlint"))
+# The SARIF 2.1.0 schema, in the shared folder that sits beside the checkout (or beside the
+# folder of worktrees a checkout may be one of).
+SARIF_SCHEMA = next((p / "shared" / "schemas" / "sarif-schema-2.1.0.json" for p in (REPO.parent, REPO.parent.parent)
+                     if (p / "shared" / "schemas" / "sarif-schema-2.1.0.json").is_file()),
+                    REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json")
 
 
 @pytest.fixture(autouse=True)

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, SARIF_SCHEMA
 from helpers import run, scan_json
 
 DEMO = REPO / "examples" / "demo-tree"
-SCHEMA = REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
+SCHEMA = SARIF_SCHEMA
 
 
 def test_text_format_first_line_is_compiler_style():

@@ -9,10 +9,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, SARIF_SCHEMA
 from helpers import run
 
-SCHEMA = REPO.parent.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json"
+SCHEMA = SARIF_SCHEMA
 SOURCE = """\
 #include <linux/workqueue.h>
 #include <linux/cpumask.h>
