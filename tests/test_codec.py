@@ -51,7 +51,7 @@ def test_values_and_their_steps():
                            Unknown(step, "why")))
     c = codec.Codec(codec_value_type(), shared=(Step,))
     data = c.encode(value)
-    assert data["shared"]["Step"] == [["Step", "a.c", 3, "x = num_online_cpus();", "CPU count", ["wrap", 1]]]
+    assert data["shared"]["Step"] == [["Step", "a.c", 3, "x = num_online_cpus();", "CPU count", ["wrap", 1], None]]
     back = c.decode(json.loads(json.dumps(data)))
     assert back == value and type(back.args[0].options[0]) is CpuCount
 
@@ -125,3 +125,16 @@ def test_the_index_can_store_what_it_keeps():
     for kind in (store.Analysis, store.Kept, store.Answers):
         codec.Codec(kind, shared=(Step,))
         store._codec(kind)
+
+
+def test_a_step_keeps_where_its_value_was_found():
+    """Step.origin (not part of a Step's equality) comes back as stored; a kind of place
+    that is no Via is Invalid."""
+    from wqlint.finding import Origin, Via
+    c = codec.Codec(Box, shared=(Step,))
+    step = Step("a.c", 3, "#define X 4", "macro X = '4'", origin=Origin(Via.MACRO, "X"))
+    data = json.loads(json.dumps(c.encode(Box(step, 1, b"", frozenset(), {}))))
+    assert c.decode(data).step.origin == Origin(Via.MACRO, "X")
+    data["shared"]["Step"][0][-1][1] = "elsewhere"
+    with pytest.raises(codec.Invalid):
+        c.decode(data)

@@ -1,9 +1,10 @@
 """The one Finding type shared by every engine and every output format."""
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import Optional, Union
 
 # What may not reach a line of a text format as it is: control characters but tab (a newline
 # in a file name would start a forged diagnostic line of its own; an escape sequence drives
@@ -29,6 +30,24 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
 
 
+class Via(enum.Enum):
+    """The kinds of place a step's value can be found in, that code asks about."""
+
+    ARGUMENT = "argument"  # a caller's argument, bound to a parameter of the function it calls
+    ENUMERATOR = "enumerator"
+    MACRO = "macro"  # a #define's replacement text (object-like, or a call of a function-like one)
+    GLOBAL = "global"  # an assignment to a variable at file level
+    FIELD = "field"  # a struct field, whose assignments were looked up in the tree
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a step's value was found: what code asks, where Step.note says it to a reader."""
+
+    via: Via
+    name: str = ""  # the enumerator, macro, variable or field
+
+
 @dataclass(frozen=True)
 class Step:
     """One link of a resolution chain: where a value came from, and what it is there."""
@@ -41,6 +60,9 @@ class Step:
     # 0-based index of the argument). `wqlint check` resolves that argument again as the
     # configuration being built makes it.
     binds: tuple[Union[str, int], ...] = ()
+    # Where the value was found, when code asks (not part of the step's identity: its note
+    # says the same to a reader).
+    origin: Optional[Origin] = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
         return {"path": self.path, "line": self.line, "text": self.text, "note": self.note}

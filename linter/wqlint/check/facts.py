@@ -111,14 +111,20 @@ def cache_dir(file: str, root: str) -> str:
 def _enc_step(step):
     if step is None:
         return None
-    return [step.path, step.line, step.text, step.note] + ([list(step.binds)] if step.binds else [])
+    out = [step.path, step.line, step.text, step.note]
+    if step.binds or step.origin is not None:
+        out.append(list(step.binds))
+    if step.origin is not None:
+        out.append([step.origin.via.value, step.origin.name])
+    return out
 
 
 def _dec_step(s, path_of):
-    from wqlint.finding import Step
+    from wqlint.finding import Origin, Step, Via
     if s is None:
         return None
-    return Step(path_of(s[0]), s[1], s[2], s[3], tuple(s[4]) if len(s) > 4 else ())
+    origin = Origin(Via(s[5][0]), s[5][1]) if len(s) > 5 else None
+    return Step(path_of(s[0]), s[1], s[2], s[3], tuple(s[4]) if len(s) > 4 else (), origin)
 
 
 def encode_value(value, memo: dict) -> list:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.finding import Via
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import Alt, CpuCount, Tunable, evaluate, steps_in, strings_of, walk
 
@@ -75,9 +76,6 @@ def _total_hi(parts) -> Optional[int]:
     return None if None in his else sum(h for h in his if h is not None)
 
 
-_GLOBAL_DEF = re.compile(r"^'\w+' = ")
-
-
 def _distrusted(value) -> bool:
     """Values that may miss what the name really is: a struct field's assignments found in
     the tree (a field filled by snprintf() or strscpy() shows none), a module parameter, a
@@ -86,10 +84,11 @@ def _distrusted(value) -> bool:
         return True
     if not isinstance(value, Alt):
         return False
-    if "assignments to field" in value.why:
-        return True
     step = value.step
-    return step is not None and bool(_GLOBAL_DEF.match(step.note)) and "[" in step.text.split("=")[0] \
+    via = step.origin.via if step is not None and step.origin is not None else None
+    if via is Via.FIELD:
+        return True
+    return step is not None and via is Via.GLOBAL and "[" in step.text.split("=")[0] \
         and not re.search(r"\bconst\b", step.text.split("=")[0])
 
 

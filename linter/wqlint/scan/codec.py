@@ -5,7 +5,8 @@ are stored as data only, directed by the types the dataclasses declare (their an
 
 - a dataclass instance is a JSON array: its class name, then its fields in order;
 - a tuple, a list, a set or a frozenset is an array; a dict with str keys an object, any
-  other dict an array of [key, value] pairs; bytes a str of latin-1 characters;
+  other dict an array of [key, value] pairs; bytes a str of latin-1 characters; an Enum
+  member its value;
 - the instances of the classes given as `shared` (Steps: one line of a chain is part of
   many values) are kept once, in a table, and named by their position in it.
 
@@ -20,6 +21,7 @@ Unstorable.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from typing import Callable, Optional
@@ -158,6 +160,12 @@ class Codec:
                     raise Unstorable(f"{type(v).__name__} where bytes go")
                 return v.decode("latin-1")
             return raw
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            def member(v, t=hint):
+                if type(v) is not t:
+                    raise Unstorable(f"{type(v).__name__} where {t.__name__} goes")
+                return v.value
+            return member
         if hint is _NONE:
             def none(v):
                 if v is not None:
@@ -305,6 +313,14 @@ class Codec:
                 except UnicodeEncodeError:
                     raise Invalid("not bytes") from None
             return dbytes
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = {m.value: m for m in hint}
+
+            def dmember(j):
+                if type(j) not in (int, str) or j not in values:
+                    raise Invalid(f"no {hint.__name__} {str(j)[:40]!r}")
+                return values[j]
+            return dmember
         if hint is _NONE:
             def dnone(j):
                 if j is not None:

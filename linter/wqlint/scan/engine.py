@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import api, checks, kversion, safeio
-from wqlint.finding import InputError, InternalError, Report, Step
+from wqlint.finding import InputError, InternalError, Origin, Report, Step, Via
 from wqlint.scan import parser
 from wqlint.scan.cpp import Decider, block_text
 from wqlint.scan.index import BUILTIN_HEADER_REL, TreeFiles, TreeIndex
@@ -600,7 +600,8 @@ class Engine:
                     arg = cargs[key]
                     bound[key] = Alt(Step(rel, cline, cscope.src.line_text(cline).strip(),
                                           f"'{p.name}' <- argument {key + 1} '{_short(parser.text(arg), 50)}' "
-                                          f"of {scope.name}()", binds=(scope.name, key)),
+                                          f"of {scope.name}()", binds=(scope.name, key),
+                                          origin=Origin(Via.ARGUMENT, p.name)),
                                      (self.resolver.resolve(arg, cscope),), "")
                 return Alt(p.step, (bound[key],), "")
             # The caller is where the queue is allocated: its subsystem is the one whose

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from wqlint.finding import Origin, Via
 from wqlint.scan import parser
 from wqlint.scan.ctext import norm, short
 from wqlint.scan.nearness import related, subsystem_occurrences
@@ -35,7 +36,7 @@ class Fields:
         base_type = self.r.structs.type_of(base, scope)
         if base_type is PENDING:
             return Unknown(step_of(scope, node, f"'{base_text}' field '{fname}'"),
-                           f"type of '{short(base_text)}' not looked up yet")
+                           f"type of '{short(base_text)}' not looked up yet", pending=True)
         # Fields of a local object assigned in this function: those assignments decide.
         if scope.node is not None and base is not None and base.type == "identifier" \
                 and parser.text(base) in scope.local_decls():
@@ -59,7 +60,8 @@ class Fields:
                                     (val,), ""))
                 return opts[0] if len(opts) == 1 else Alt(None, tuple(opts), f"{len(opts)} assignments to '{lhs_text}'")
         return self.field_values(fname, base_type, scope.src, depth + 1, seen,
-                                 step_of(scope, node, f"'{base_text}' field '{fname}'"), base_text)
+                                 step_of(scope, node, f"'{base_text}' field '{fname}'", Origin(Via.FIELD, fname)),
+                                 base_text)
 
     def field_values(self, fname, base_type, near, depth, seen, use_step, base_text="") -> Value:
         key = ("field", fname, base_type)
@@ -92,12 +94,13 @@ class Fields:
                     typ = self.r.structs.initializer_type(obj, sc) if obj.type == "initializer_pair" \
                         else self.r.structs.type_of(obj, sc)
                 if typ is PENDING:
-                    options.append(Unknown(None, f"type of '{short(parser.text(obj))}' not looked up yet"))
+                    options.append(Unknown(None, f"type of '{short(parser.text(obj))}' not looked up yet",
+                                           pending=True))
                     continue
                 if base_type is not None and typ is not None:
                     same = self.r.structs.same_type(base_type, typ, near)
                     if same is PENDING:
-                        options.append(Unknown(None, f"type '{typ}' not looked up yet"))
+                        options.append(Unknown(None, f"type '{typ}' not looked up yet", pending=True))
                         continue
                     if not same:
                         continue

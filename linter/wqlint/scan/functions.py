@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from wqlint.scan import parser
 from wqlint import api
+from wqlint.finding import Origin, Via
 from wqlint.scan.ctext import short
 from wqlint.scan.nearness import related, subsystem_occurrences
 from wqlint.scan.scope import Scope, calls_named, declarator_name, function_declarator, scope_of, step_of
@@ -86,7 +87,8 @@ class Functions:
         def bind(p: Param) -> Value:
             if p.function == name and 0 <= p.index < len(bound):
                 return Alt(step_of(scope, node, f"{fscope.params[p.index]} <- argument "
-                                   f"{p.index + 1} '{short(parser.text(args[p.index]))}' of {name}()"),
+                                   f"{p.index + 1} '{short(parser.text(args[p.index]))}' of {name}()",
+                                   Origin(Via.ARGUMENT, fscope.params[p.index])),
                            (bound[p.index],), "")
             return p
         return Alt(step_of(scope, node, f"return value of {name}()"), (substitute(ret_value, bind),), "")

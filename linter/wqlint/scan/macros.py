@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional
 
+from wqlint.finding import Origin, Via
 from wqlint.scan import parser
 from wqlint.scan.ctext import short
 from wqlint.scan.nearness import nearest
@@ -119,6 +120,7 @@ class Macros:
                 if p.function == name and 0 <= p.index < len(bound):
                     return bound[p.index]
                 return p
-            step = step_at(src, first, f"macro {name}() expands to '{short(parser.text(expr))}'")
+            step = step_at(src, first, f"macro {name}() expands to '{short(parser.text(expr))}'",
+                           Origin(Via.MACRO, name))
             return Alt(step, (substitute(inner, bind),), "")
         return None

@@ -256,4 +256,4 @@ class Resolver:
 
 
 def _has_pending(value: Value) -> bool:
-    return any(isinstance(v, Unknown) and v.why.endswith("not looked up yet") for v in walk(value))
+    return any(isinstance(v, Unknown) and v.pending for v in walk(value))

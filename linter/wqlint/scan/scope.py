@@ -8,7 +8,7 @@ from typing import Optional
 
 from tree_sitter import Node
 
-from wqlint.finding import Step
+from wqlint.finding import Origin, Step
 from wqlint.scan import parser
 from wqlint.scan.source import Chunk, SourceFile
 
@@ -118,14 +118,13 @@ def scope_of(chunk: Chunk, node) -> Scope:
     return Scope(src, chunk, cur, name or "", kind, params, static=bool(re.match(r"\s*static\b", head)))
 
 
-def step_of(scope: Scope, node, note: str) -> Step:
+def step_of(scope: Scope, node, note: str, origin: Optional[Origin] = None) -> Step:
     """The Step of node's line in scope, with note."""
-    line = scope.chunk.line_of(node)
-    return Step(scope.src.rel, line, scope.src.line_text(line).strip(), note)
+    return step_at(scope.src, scope.chunk.line_of(node), note, origin)
 
 
-def step_at(src: SourceFile, line: int, note: str) -> Step:
-    return Step(src.rel, line, src.line_text(line).strip(), note)
+def step_at(src: SourceFile, line: int, note: str, origin: Optional[Origin] = None) -> Step:
+    return Step(src.rel, line, src.line_text(line).strip(), note, origin=origin)
 
 
 def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:

@@ -1,13 +1,12 @@
 """A resolved allocation site: what the checks see."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from wqlint import api
 from wqlint.catalogue import Catalogue
-from wqlint.finding import Step
+from wqlint.finding import Step, Via
 from wqlint.scan.values import Param, Value, cases, decision_arms, evaluate, find_path, steps_along, walk
 
 
@@ -143,10 +142,11 @@ def caller_flags(site: Site) -> list:
         return [site.flags]
     last = max(site.line, site.end_line)
     return [node for node in walk(site.flags) if node.step is not None and node.step.path == site.path
-            and site.line <= node.step.line <= last and "<- argument" in node.step.note]
+            and site.line <= node.step.line <= last and _via(node.step) is Via.ARGUMENT]
 
 
-_NAMED_RE = re.compile(r"^(?:enumerator|macro) (\w+)")
+def _via(step: Optional[Step]) -> Optional[Via]:
+    return step.origin.via if step is not None and step.origin is not None else None
 
 
 def internal_flags(site: Site) -> list:
@@ -155,8 +155,9 @@ def internal_flags(site: Site) -> list:
     internal = {name for name, _bit, _since in api.FLAG_BITS if name.startswith("__")}
 
     def named(node) -> str:
-        m = _NAMED_RE.match(node.step.note) if node.step is not None else None
-        return m.group(1) if m and m.group(1) in internal else ""
+        if _via(node.step) not in (Via.ENUMERATOR, Via.MACRO):
+            return ""
+        return node.step.origin.name if node.step.origin.name in internal else ""
     out: list[tuple[str, list]] = []
     for part in caller_flags(site):
         for node in walk(part):

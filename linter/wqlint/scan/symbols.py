@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional
 
+from wqlint.finding import Origin, Via
 from wqlint.scan import parser
 from wqlint.scan.ctext import define_value, is_static_decl, short
 from wqlint.scan.nearness import nearest, ranked
@@ -38,7 +39,7 @@ class Symbols:
         if value is None:
             occ = self.r.index.occurrences(name, defs=True, near=scope.src.rel)
             if occ is None:
-                return Unknown(None, f"'{name}' not looked up yet")
+                return Unknown(None, f"'{name}' not looked up yet", pending=True)
             cands = [(rel, line, self.r.index.peek(rel, line)) for rel, line in occ if rel != scope.src.rel]
             value = self._symbol_in(name, scope.src, cands, depth, seen, scope, tree_wide=True)
         if value is None:
@@ -84,7 +85,7 @@ class Symbols:
                     continue
                 expr, mscope = self.r.macros.value_node(chunk)
                 step = step_at(src, first, f"macro {name} = '{short(define_value(src, first, last))}'"
-                               + conds.get((src.rel, first), ""))
+                               + conds.get((src.rel, first), ""), Origin(Via.MACRO, name))
                 if (src.rel, first) in conds:
                     self.r.conditional_steps.add(step)
                 if expr is None:
@@ -99,7 +100,8 @@ class Symbols:
                 continue
             for _node, rhs, where in self._global_defs(name, src, line):
                 val = self.r.resolve(rhs, where, depth, seen, expand_params=True)
-                options.append(Alt(step_at(src, line, f"'{name}' = '{short(parser.text(rhs))}'"),
+                options.append(Alt(step_at(src, line, f"'{name}' = '{short(parser.text(rhs))}'",
+                                           Origin(Via.GLOBAL, name)),
                                    (val,), ""))
         if not options:
             return None
@@ -137,7 +139,7 @@ class Symbols:
             if chunk.line_of(enum) != line:
                 continue
             val_node = caps.get("enum.value")
-            step = step_at(src, line, f"enumerator {name}")
+            step = step_at(src, line, f"enumerator {name}", Origin(Via.ENUMERATOR, name))
             if val_node is not None:
                 return Alt(step, (self.r.resolve(val_node, Scope(src, chunk), depth, seen),), "")
             prev = enum.prev_named_sibling

@@ -9,7 +9,7 @@ call back to the CPU count.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from wqlint.finding import Step
@@ -37,6 +37,9 @@ class CpuCount(Value):
 @dataclass(frozen=True)
 class Unknown(Value):
     why: str
+    # Unknown only because a name has not been looked up in the index yet: a later round,
+    # after the lookup, may know it (resolve.Resolver.new_round forgets such answers).
+    pending: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
