@@ -905,3 +905,21 @@ def test_fix_and_bulk_without_the_index(tree, tmp_path):
             if name == "fix" else outs[0][0] == 3 and "MAINTAINERS: not found" in outs[0][2]
         assert list((xdg / "wqlint" / "index").iterdir())
         shutil.rmtree(xdg)
+
+
+def test_a_changed_file_too_large_to_read_means_starting_from_nothing_once(tree, cat, monkeypatch):
+    """The index reads a changed file to search it again, up to MAX_FILE_BYTES; past that the
+    run starts from nothing (the tree search reads it), and writes an index that the next
+    run uses."""
+    monkeypatch.setattr(store, "MAX_FILE_BYTES", 4096)
+    monkeypatch.setattr(store, "RACY_NS", 0)
+    big = "#define FOO_THREADS 4\n" + "/* padding */\n" * 400
+    write(tree, "include/linux/foo_defs.h", big)
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "FOO_THREADS"))
+    first, _ = both(tree, cat)
+    assert cpu_findings(first) == []
+    write(tree, "include/linux/foo_defs.h", big.replace("4", "num_online_cpus()"))
+    got, _ = both(tree, cat)
+    assert [f[0] for f in cpu_findings(got)] == ["fs/foo/super.c"]
+    again = engine.scan([str(tree)], cat, cache=True)
+    assert again.grep_rounds == 0 and shape(again) == shape(got)

@@ -1053,8 +1053,7 @@ def _unique(errors):
 
 
 def open_store(root: Path):
-    """The index of root kept between runs, brought up to date with the tree; None when
-    the run goes without one (a tree the index cannot read whole: see scan.store)."""
+    """The index of root kept between runs, brought up to date with the tree."""
     from wqlint.scan.store import Store
     return Store(root).open()
 

@@ -28,9 +28,10 @@ are. A file touched without a change, or a git branch switched back and forth, t
 one read of that file. A stamp recorded less than two seconds before the walk began is kept
 as "unknown", so a file rewritten in the same clock tick is still looked at next time.
 
-The index answers only for a tree it can read whole: a directory it cannot list, or a
-changed file it cannot read (its mode, its size), and the run goes without it, as with
---no-cache, which reports the problem as the search meets it.
+The index answers only for a tree it can read whole: for a directory it cannot list, or a
+changed file it cannot read (its mode, a size past MAX_FILE_BYTES), the run starts from
+nothing (its searches report what they meet, as with --no-cache), and no index is written
+while a directory cannot be listed or a search meets a file it cannot read.
 
 The file is data only: one header line (a format number and the BLAKE2b digest of the
 rest), then lines of JSON (the stamps and the answers; then, per scan, its Kept and its
@@ -266,9 +267,10 @@ class Store:
         self.walk_started = 0
 
     # -- reading and validating ------------------------------------------------------------
-    def open(self) -> Optional["Store"]:
+    def open(self) -> "Store":
         """Load the index of the tree (if any), walk the tree, bring the index up to date;
-        None when the tree cannot be read whole (the run goes without an index).
+        when it cannot be (a tree the walk cannot read whole, a changed file that cannot be
+        read), start from nothing, as if there were no index.
 
         Without an index to validate, the walk only records the stamps to save: it runs in a
         thread, beside the first search of the tree (a file changed after the walk began
@@ -280,21 +282,26 @@ class Store:
             self._walker.start()
             return self
         now = self._walk()
-        if not self.whole:
-            return None
-        answers, self.stamps, self.scans, self.kept, self.gen = data
-        self.found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
-        self.cover = answers.cover
-        self.lines = answers.lines
-        self.bad = answers.bad
-        self.enclosing = answers.enclosing
-        self.age = answers.age
-        self.loaded = True
-        if not self._update(now):
-            return None
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
-        self.unsaved = self.dirty or stamps != self.stamps
-        self.stamps = stamps
+        if self.whole:
+            answers, self.stamps, self.scans, self.kept, self.gen = data
+            self.found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
+            self.cover = answers.cover
+            self.lines = answers.lines
+            self.bad = answers.bad
+            self.enclosing = answers.enclosing
+            self.age = answers.age
+            self.loaded = True
+            if self._update(now):
+                self.unsaved = self.dirty or stamps != self.stamps
+                self.stamps = stamps
+                return self
+        # Starting from nothing: the searches of this run answer, and report what they meet
+        # (no index is written while a directory or a file cannot be read: see save()).
+        self.found, self.cover, self.lines, self.bad, self.enclosing, self.age = {}, {}, {}, {}, {}, {}
+        self.scans, self.kept = {}, {}
+        self.loaded, self.dirty, self.changed = False, False, set()
+        self.stamps, self.unsaved = stamps, True
         return self
 
     def _walk(self) -> dict:
