@@ -138,3 +138,13 @@ def test_a_step_keeps_where_its_value_was_found():
     data["shared"]["Step"][0][-1][1] = "elsewhere"
     with pytest.raises(codec.Invalid):
         c.decode(data)
+
+
+def test_steps_alike_but_for_a_field_left_out_of_equality_stay_apart():
+    from wqlint.finding import Origin, Via
+    a = Step("a.c", 3, "x = N;", "macro N", origin=Origin(Via.MACRO, "N"))
+    b = Step("a.c", 3, "x = N;", "macro N", origin=None)
+    assert a == b
+    c = codec.Codec(tuple[Step, ...], shared=(Step,))
+    back = c.decode(json.loads(json.dumps(c.encode((a, b, a)))))
+    assert [s.origin for s in back] == [a.origin, None, a.origin]

@@ -85,7 +85,7 @@ class Codec:
             shared = {}
             for c, table in tables.items():
                 enc = self._shared_enc[c]
-                shared[c.__name__] = [enc(v) for v in table]
+                shared[c.__name__] = [enc(v) for _at, v in table.values()]
         except RecursionError:
             raise Unstorable("nested too deep") from None
         finally:
@@ -221,14 +221,18 @@ class Codec:
                 if other is not c:
                     raise TypeError(f"two stored classes named {c.__name__}")
             if hint in self.shared:
+                names = [f.name for f in dataclasses.fields(hint)]
+
                 def shared(v):
                     if type(v) is not hint:
                         raise Unstorable(f"{type(v).__name__} where {hint.__name__} goes")
+                    # Kept once per value of every field (a field left out of == counts too)
                     table = self._tables[hint]
-                    at = table.get(v)
-                    if at is None:
-                        at = table[v] = len(table)
-                    return at
+                    key = tuple([getattr(v, name) for name in names])
+                    got = table.get(key)
+                    if got is None:
+                        got = table[key] = (len(table), v)
+                    return got[0]
                 return shared
             encs: dict = {}
 
