@@ -252,6 +252,7 @@ class Store:
         self.bad: dict = {}  # rel -> problem, files the search could not use
         self.scans: dict = {}  # key -> scan payload (see Engine), or its line of the file, not read yet
         self.kept: dict = {}  # key -> Kept
+        self._read_from: dict = {}  # key -> (a scan read from the file, its line there)
         self.age: dict = {}  # token -> when last used
         self.gen = 0  # how many times the index was written
         self.touched: set = set()  # tokens used in this run
@@ -503,7 +504,9 @@ class Store:
                 del self.scans[key], self.kept[key]
                 self.unsaved = True
                 return None
-            got = self.scans[key] = {**_as_dict(analysis), "read": k.read}
+            line, got = got, {**_as_dict(analysis), "read": k.read}
+            self.scans[key] = got
+            self._read_from[key] = (got, line)  # written back as it was read
         self.touched |= k.names
         if sum(1 for other in self.kept.values() if other.used > k.used) >= MAX_SCANS // 2:
             k.used = self.gen + 1
@@ -599,6 +602,9 @@ class Store:
         for key in order[:MAX_SCANS]:
             k, got = self.kept[key], self.scans[key]
             meta = json.dumps(_codec(Kept).encode(k), separators=(",", ":")).encode()
+            was = self._read_from.get(key)
+            if was is not None and was[0] is got:
+                got = was[1]
             if not isinstance(got, bytes):
                 got = json.dumps(_codec(Analysis).encode(Analysis(**{n: v for n, v in got.items() if n != "read"})),
                                  separators=(",", ":")).encode()
