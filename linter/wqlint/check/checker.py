@@ -334,7 +334,7 @@ class Checker:
         from wqlint.scan import parser
         from wqlint.scan.resolve import SITE_BUDGET
         from wqlint.scan.scope import calls_named, scope_of
-        from wqlint.scan.values import Alt, Op, Tunable, has_unknown
+        from wqlint.scan.values import Alt, fold, has_unknown, rebuilt
 
         wrapper = tree_site.via[0]
         src = self.engine.index.source(self.unit_rel)
@@ -363,22 +363,19 @@ class Checker:
         values = [self.map.value(v) for v in values]
         shown_main = self.shown(self.rel)
 
-        def rebind(v):
+        def bound(v, kids):
             """The tree's value with the wrapper's arguments at this call as configured."""
-            if isinstance(v, Alt):
-                st = v.step
-                if st is not None and st.binds and st.binds[0] == wrapper and st.path == shown_main \
-                        and st.line == tree_site.line:
-                    i = st.binds[1]
-                    if i < len(values) and not has_unknown(values[i]):
-                        return Alt(st, (values[i],), v.why)
-                    return v
-                return Alt(v.step, tuple(rebind(o) for o in v.options), v.why, v.guards)
-            if isinstance(v, Op):
-                return Op(v.step, v.op, tuple(rebind(a) for a in v.args))
-            if isinstance(v, Tunable):
-                return Tunable(v.step, rebind(v.default), v.how)
-            return v
+            st = v.step
+            if isinstance(v, Alt) and st is not None and st.binds and st.binds[0] == wrapper \
+                    and st.path == shown_main and st.line == tree_site.line:
+                i = st.binds[1]
+                if i < len(values) and not has_unknown(values[i]):
+                    return Alt(st, (values[i],), v.why)
+                return v
+            return rebuilt(v, st, tuple(kids))
+
+        def rebind(v):
+            return fold(v, lambda leaf: leaf, bound)
         say(f"line {tree_site.line}: {wrapper}() from the tree analysis, "
             f"arguments as configured: {[parser.text(a) for a in args]}")
         return replace(tree_site, flags=rebind(tree_site.flags), max_active=rebind(tree_site.max_active))

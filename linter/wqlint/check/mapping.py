@@ -81,25 +81,15 @@ class Mapping:
 
     def value(self, value):
         """value with every step of the unit pointing at the original file and line."""
-        from wqlint.scan.values import Alt, Op, Tunable
-        key = id(value)
-        got = self._mapped.get(key)
-        if got is not None:
-            return got[1]
-        step = self.step(value.step)
-        if isinstance(value, Alt):
-            from wqlint.scan.values import Cond
-            new = Alt(step, tuple(self.value(o) for o in value.options), value.why,
-                      tuple(tuple(Cond(c.key, c.arm, self.step(c.step)) for c in g) for g in value.guards))
-        elif isinstance(value, Op):
-            new = Op(step, value.op, tuple(self.value(a) for a in value.args))
-        elif isinstance(value, Tunable):
-            new = Tunable(step, self.value(value.default), value.how)
-        else:
-            from dataclasses import replace
-            new = replace(value, step=step)
-        self._mapped[key] = (value, new)  # the original is kept alive so that ids stay unique
-        return new
+        from wqlint.scan.values import Alt, Cond, fold, rebuilt
+
+        def node(v, kids=()):
+            if isinstance(v, Alt):
+                return Alt(self.step(v.step), tuple(kids), v.why,
+                           tuple(tuple(Cond(c.key, c.arm, self.step(c.step)) for c in g) for g in v.guards))
+            return rebuilt(v, self.step(v.step), tuple(kids))
+        # (a node met again, in this value or an earlier one, is mapped once: _mapped)
+        return fold(value, node, node, self._mapped)
 
     # -- the name written on the original line --------------------------------------------------
     def written(self, path: str, line: int, unit_line: int, called: str) -> list:

@@ -9,7 +9,7 @@ call back to the CPU count.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 from wqlint.finding import Step
@@ -155,25 +155,32 @@ def evaluate(value: Value, ncpus: int) -> tuple:
     return fold(value, leaf, _combine)
 
 
-def fold(value: Value, leaf, inner):
-    """leaf(v) for a node without parts, inner(v, [the results of its parts]) for an
-    alternative, operation or tunable: bottom-up with an explicit stack, as a Value may be as
-    deep as the expression it came from."""
+def fold(value: Optional[Value], leaf, inner, memo: Optional[dict] = None):
+    """The one walk over the kinds of Value: leaf(v) for a node without parts (a None among
+    Op.args too), inner(v, [the results of its parts]) for a node of INNER, bottom-up with an
+    explicit stack, as a Value may be as deep as the expression it came from. With memo (a
+    dict), a node met again (shared by several parents) is not walked again: its result is
+    reused. What each kind of node is made of is said by children() and rebuilt() alone."""
     results: list = []
     todo = [(value, False)]
     while todo:
         v, combine = todo.pop()
-        kids = children(v)
-        if not combine:
-            if isinstance(v, (Alt, Op, Tunable)):
-                todo.append((v, True))
-                todo.extend((k, False) for k in reversed(kids))
-            else:
-                results.append(leaf(v))
+        if combine:
+            n = len(children(v))
+            got = results[len(results) - n:]
+            del results[len(results) - n:]
+            r = inner(v, got)
+        elif memo is not None and id(v) in memo:
+            r = memo[id(v)][1]
+        elif isinstance(v, INNER):
+            todo.append((v, True))
+            todo.extend((k, False) for k in reversed(children(v)))
             continue
-        got = results[len(results) - len(kids):]
-        del results[len(results) - len(kids):]
-        results.append(inner(v, got))
+        else:
+            r = leaf(v)
+        if memo is not None:
+            memo[id(v)] = (v, r)  # v kept: its id is not reused while memo lives
+        results.append(r)
     return results[0]
 
 
@@ -210,32 +217,43 @@ def strings_of(value: Optional[Value], distrust=lambda v: False) -> tuple:
     """(set of the byte strings value can be, complete): Str leaves, alternatives and "cat"
     joins. complete is False when a part is no string wqlint knows (a parameter, an unknown,
     a number) or a node distrust(node) rejects."""
-    if distrust(value):
+    def leaf(v) -> tuple:
+        if isinstance(v, Str) and not distrust(v):
+            return {v.text}, True
         return set(), False
-    if isinstance(value, Str):
-        return {value.text}, True
-    if isinstance(value, Alt):
-        out, complete = set(), True
-        for o in value.options:
-            got, ok = strings_of(o, distrust)
-            out |= got
-            complete = complete and ok
-        return out, complete
-    if isinstance(value, Op) and value.op == "cat":
-        acc, complete = {b""}, True
-        for part in value.args:
-            got, ok = strings_of(part, distrust)
-            if not got:
-                return set(), False
-            complete = complete and ok
-            acc = {a + b for a in acc for b in got}
-            if len(acc) > MAX_SET:
-                return set(), False
-        return acc, complete
-    return set(), False
+
+    def inner(v: Value, got: list) -> tuple:
+        if distrust(v):
+            return set(), False
+        if isinstance(v, Alt):
+            out, complete = set(), True
+            for vals, ok in got:
+                out |= vals
+                complete = complete and ok
+            return out, complete
+        if isinstance(v, Op) and v.op == "cat":
+            acc, complete = {b""}, True
+            for vals, ok in got:
+                if not vals:
+                    return set(), False
+                complete = complete and ok
+                acc = {a + b for a in acc for b in vals}
+                if len(acc) > MAX_SET:
+                    return set(), False
+            return acc, complete
+        return set(), False
+    return fold(value, leaf, inner)
 
 
-def children(value: Value) -> tuple:
+# -- the kinds of Value, by what they are made of -------------------------------------------
+# The nodes made of other Values. children() and rebuilt() are the only places that say what
+# each is made of: fold() and walk() visit every kind through them, so a new kind is added
+# here (and given its meaning where one is asked of it: evaluate(), strings_of()...).
+INNER = (Alt, Op, Tunable)
+
+
+def children(value: Optional[Value]) -> tuple:
+    """The parts of value, in order: () for a leaf."""
     if isinstance(value, Op):
         return value.args
     if isinstance(value, Alt):
@@ -243,6 +261,18 @@ def children(value: Value) -> tuple:
     if isinstance(value, Tunable):
         return (value.default,)
     return ()
+
+
+def rebuilt(value: Value, step: Optional[Step], kids: tuple) -> Value:
+    """A node of value's kind with step and kids (one for each of children(value)) in place
+    of its own; a leaf with step. An Alt keeps its why and guards: kids are its options."""
+    if isinstance(value, Op):
+        return Op(step, value.op, kids)
+    if isinstance(value, Alt):
+        return Alt(step, kids, value.why, value.guards)
+    if isinstance(value, Tunable):
+        return Tunable(step, kids[0], value.how)
+    return value if step is value.step else replace(value, step=step)
 
 
 def walk(value: Value):
@@ -286,25 +316,27 @@ def show(value: Value, limit: int = 60) -> Optional[str]:
     """The expression value stands for, written as C ('num_online_cpus() + 2', 'min(
     num_online_cpus(), 8)'), or None when it holds what is not an expression of constants
     and CPU counts (a parameter, an unknown, alternatives) or is longer than limit."""
-    def text(v: Optional[Value]) -> Optional[str]:
+    def leaf(v: Optional[Value]) -> Optional[str]:
         if isinstance(v, Const):
             return str(v.value)
         if isinstance(v, CpuCount):
             return v.kind
+        return None
+
+    def text(v: Value, args: list) -> Optional[str]:
         if isinstance(v, Alt) and len(v.options) == 1:
-            return text(v.options[0])
+            return args[0]
         if isinstance(v, Op):
-            args = [text(a) for a in v.args]
             if any(a is None for a in args):
                 return None
             if v.op in _CALLS:
-                return f"{v.op}({', '.join(args)})"  # type: ignore[arg-type]
+                return f"{v.op}({', '.join(args)})"
             if v.op in _PREFIX and len(args) == 1:
                 return f"{_PREFIX[v.op]}{args[0]}"
             if len(args) == 2:
                 return f"{args[0]} {v.op} {args[1]}"
         return None
-    got = text(value)
+    got = fold(value, leaf, text)
     return got if got is not None and len(got) <= limit else None
 
 
@@ -322,41 +354,22 @@ def has_unknown(value: Value) -> bool:
 
 def substitute(value: Value, bind) -> Value:
     """Replace Param leaves by bind(param) (a Value), rebuilding the tree."""
-    return _rebuild(value, lambda v: bind(v) if isinstance(v, Param) else None, lambda v, kids: kids)
+    return _rebuild(value, lambda v: bind(v) if isinstance(v, Param) else v, lambda v: range(len(v.options)))
 
 
 def _rebuild(value: Value, leaf, pick) -> Value:
-    """value rebuilt bottom-up with an explicit stack: leaf(v) replaces a node outright (None:
-    keep going), pick(v, children) chooses which children of an Alt to keep."""
-    results: list = []
-    todo = [(value, False)]
-    while todo:
-        v, combine = todo.pop()
-        if not combine:
-            got = leaf(v)
-            if got is not None:
-                results.append(got)
-            elif isinstance(v, (Op, Alt, Tunable)):
-                kids = pick(v, children(v)) if isinstance(v, Alt) else children(v)
-                todo.append((v, True))
-                todo.extend((k, False) for k in reversed(kids))
-            else:
-                results.append(v)
-            continue
-        n = len(pick(v, children(v))) if isinstance(v, Alt) else len(children(v))
-        kids = tuple(results[len(results) - n:])
-        del results[len(results) - n:]
-        if isinstance(v, Op):
-            results.append(Op(v.step, v.op, kids))
-        elif isinstance(v, Alt):
-            guards: tuple = ()
-            if v.guards:  # the decisions of the options kept
-                at = {id(o): i for i, o in enumerate(v.options)}
-                guards = tuple(v.guards[at[id(o)]] for o in pick(v, children(v)))
-            results.append(Alt(v.step, kids, v.why, guards))
-        elif isinstance(v, Tunable):
-            results.append(Tunable(v.step, kids[0], v.how))
-    return results[0]
+    """value rebuilt bottom-up: leaf(v) for each leaf, pick(alt) the positions of the options
+    of an Alt to keep."""
+    def inner(v: Value, kids: list) -> Value:
+        if not isinstance(v, Alt):
+            return rebuilt(v, v.step, tuple(kids))
+        at = pick(v)
+        guards: tuple = ()
+        if v.guards:  # the decisions of the options kept (an option met twice: its last)
+            last = {id(o): i for i, o in enumerate(v.options)}
+            guards = tuple(v.guards[last[id(v.options[i])]] for i in at)
+        return Alt(v.step, tuple(kids[i] for i in at), v.why, guards)
+    return fold(value, leaf, inner)
 
 
 def steps_in(value: Value) -> list:
@@ -390,9 +403,9 @@ def project(value: Value, path: list) -> Value:
     """
     on_path = {id(n) for n in path}
 
-    def keep(v: Value, options: tuple) -> tuple:
-        return tuple(o for o in options if id(o) in on_path) or options
-    return _rebuild(value, lambda v: None, keep)
+    def keep(v: Alt) -> list:
+        return [i for i, o in enumerate(v.options) if id(o) in on_path] or list(range(len(v.options)))
+    return _rebuild(value, lambda v: v, keep)
 
 
 def known_bound(value: Value) -> Value:
@@ -419,10 +432,7 @@ def _bound_of(v: Value, got: list) -> Value:
     if isinstance(v, Op) and v.op == "clamp" and len(parts) == 3 and has_unknown(parts[0]) \
             and not has_unknown(parts[1]) and not has_unknown(parts[2]):
         return Op(v.step, "max", (parts[1], parts[2]))  # clamp(x, lo, hi) reaches hi
-    if isinstance(v, Op):
-        return Op(v.step, v.op, parts)
-    assert isinstance(v, Tunable)
-    return Tunable(v.step, parts[0], v.how)
+    return rebuilt(v, v.step, parts)
 
 
 # -- paths ----------------------------------------------------------------------------------
@@ -445,43 +455,25 @@ def decision_arms(value: Value) -> dict:
 def narrow(value: Value, choice: dict, mark: bool = True) -> Optional[Value]:
     """value on the paths where each decision in choice takes its arm; None when no such
     path reaches it. With mark, each decision passed is recorded as a step of the chain.
-    (Bottom-up with an explicit stack, as _rebuild.)"""
-    memo: dict = {}
-    todo = [(value, False)]
-    while todo:
-        v, combine = todo.pop()
-        if id(v) in memo:
-            continue
-        kids = children(v)
-        if not combine and kids:
-            todo.append((v, True))
-            todo.extend((k, False) for k in kids if id(k) not in memo)
-            continue
-        out: Optional[Value] = v
-        if isinstance(v, Alt):
-            opts, guards = [], []
-            for i, o in enumerate(v.options):
-                guard = v.guards[i] if v.guards else ()
-                if any(c.key in choice and choice[c.key] != c.arm for c in guard):
-                    continue
-                n = memo[id(o)]
-                if n is None:
-                    continue
-                if mark:
-                    for c in reversed(guard):
-                        if c.key in choice:
-                            n = Alt(c.step, (n,), "condition")
-                opts.append(n)
-                guards.append(tuple(c for c in guard if c.key not in choice))
-            out = Alt(v.step, tuple(opts), v.why, tuple(guards) if any(guards) else ()) if opts else None
-        elif isinstance(v, Op):
-            args = [memo[id(a)] for a in v.args]
-            out = None if any(a is None for a in args) else Op(v.step, v.op, tuple(args))
-        elif isinstance(v, Tunable):
-            d = memo[id(v.default)]
-            out = None if d is None else Tunable(v.step, d, v.how)
-        memo[id(v)] = out
-    return memo[id(value)]
+    (A node shared by several parents is narrowed once.)"""
+    def inner(v: Value, got: list) -> Optional[Value]:
+        if not isinstance(v, Alt):
+            return None if any(k is None for k in got) else rebuilt(v, v.step, tuple(got))
+        opts, guards = [], []
+        for i, n in enumerate(got):
+            guard = v.guards[i] if v.guards else ()
+            if any(c.key in choice and choice[c.key] != c.arm for c in guard):
+                continue
+            if n is None:
+                continue
+            if mark:
+                for c in reversed(guard):
+                    if c.key in choice:
+                        n = Alt(c.step, (n,), "condition")
+            opts.append(n)
+            guards.append(tuple(c for c in guard if c.key not in choice))
+        return Alt(v.step, tuple(opts), v.why, tuple(guards) if any(guards) else ()) if opts else None
+    return fold(value, lambda v: v, inner, {})
 
 
 def cases(values: tuple, keys=None, mark: bool = True, dedupe: bool = True) -> list:
@@ -521,28 +513,18 @@ def cases(values: tuple, keys=None, mark: bool = True, dedupe: bool = True) -> l
 
 
 def _shape(value: Value):
-    """A comparable form of value without the steps of decisions (for deduplication)."""
-    memo: dict = {}
-    todo = [(value, False)]
-    while todo:
-        v, combine = todo.pop()
-        kids = children(v)
-        if not combine and kids:
-            todo.append((v, True))
-            todo.extend((k, False) for k in kids)
-            continue
+    """A comparable form of value without the steps of decisions (for deduplication): the
+    leaves themselves; an inner node its kind, what it is besides its step and parts (the
+    operator, an alternative's step) and its parts' forms."""
+    def inner(v: Value, got: list):
         if isinstance(v, Alt):
             if v.why == "condition" and len(v.options) == 1:
-                memo[id(v)] = memo[id(v.options[0])]
-            else:
-                memo[id(v)] = ("a", v.step, tuple(memo[id(o)] for o in v.options))
-        elif isinstance(v, Op):
-            memo[id(v)] = ("o", v.op, tuple(memo[id(a)] for a in v.args))
-        elif isinstance(v, Tunable):
-            memo[id(v)] = ("t", memo[id(v.default)])
-        else:
-            memo[id(v)] = v
-    return memo[id(value)]
+                return got[0]
+            return ("a", v.step, tuple(got))
+        if isinstance(v, Op):
+            return ("o", v.op, tuple(got))
+        return (type(v).__name__, tuple(got))
+    return fold(value, lambda v: v, inner)
 
 
 def condition_steps(value: Value) -> list:
