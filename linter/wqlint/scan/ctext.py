@@ -59,6 +59,11 @@ def c_string(text: str) -> Optional[bytes]:
     return bytes(out)
 
 
+def define_re(name: str) -> re.Pattern:
+    """The pattern of a line (bytes) that starts '#define name'."""
+    return re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
+
+
 def split_args(text: str) -> list:
     """Top-level comma-separated parts of an argument list's text."""
     out, depth, cur = [], 0, ""

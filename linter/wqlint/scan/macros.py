@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
-from wqlint.scan.ctext import short
+from wqlint.scan.ctext import define_re, short
 from wqlint.scan.nearness import nearest
 from wqlint.scan.scope import Scope, macro_param, scope_of, step_at
 from wqlint.scan.source import Chunk, SourceFile
@@ -34,7 +34,7 @@ class Macros:
         occ = self.r.index.occurrences(name, defs=True, near=near.rel)
         if occ is None:
             return []
-        pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
+        pat = define_re(name)
         cands = []
         for rel, line in occ:
             if pat.match(self.r.index.peek(rel, line)):
@@ -45,7 +45,7 @@ class Macros:
         return nearest(defs, near.rel)
 
     def _defines(self, name, cands) -> list:
-        pat = re.compile(rb"^\s*#\s*define\s+" + re.escape(name.encode()) + rb"\b")
+        pat = define_re(name)
         out = []
         for src, line in cands:
             if pat.match(src.line_bytes(line)):

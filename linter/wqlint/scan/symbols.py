@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
-from wqlint.scan.ctext import define_value, is_static_decl, short
+from wqlint.scan.ctext import define_re, define_value, is_static_decl, short
 from wqlint.scan.nearness import nearest, ranked
 from wqlint.scan.scope import Scope, declarator_name, scope_of, step_at
 from wqlint.scan.values import MAX_OPTIONS, Alt, Const, Op, Tunable, Unknown, Value
@@ -50,19 +50,19 @@ class Symbols:
 
     def _symbol_in(self, name, near, cands, depth, seen, use_scope, tree_wide=False) -> Optional[Value]:
         nb = re.escape(name.encode())
-        define_re = re.compile(rb"^\s*#\s*define\s+" + nb + rb"\b")
+        define = define_re(name)
         enum_re = re.compile(rb"^\s*" + nb + rb"\s*(=|,|$|/\*)")
         assign_re = re.compile(rb"(?<![.>\w])" + nb + rb"\s*(\[[^\]]*\])?\s*(=(?!=)|\|=|\+=)")
         param_re = re.compile(rb"\bmodule_param(_named)?\s*\(\s*(" + nb + rb"\s*,|\w+\s*,\s*" + nb + rb"\s*,)")
         defines, enums, assigns, tunable = [], [], [], None
         for rel, line, text in cands:
-            if not (define_re.match(text) or param_re.search(text) or enum_re.match(text)
+            if not (define.match(text) or param_re.search(text) or enum_re.match(text)
                     or assign_re.search(text)):
                 continue
             src = self.r.index.source(rel) if rel != near.rel else near
             if src is None:
                 continue
-            if define_re.match(text):
+            if define.match(text):
                 defines.append((src, line))
             elif param_re.search(text):
                 tunable = (src, line)

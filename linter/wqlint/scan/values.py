@@ -189,11 +189,7 @@ def _combine(value: Value, got: list) -> tuple:
     if isinstance(value, Tunable):
         return got[0]
     if isinstance(value, Alt):
-        out, complete = set(), True
-        for vals, ok in got:
-            out |= vals
-            complete = complete and ok
-        return out, complete
+        return _either(got)
     assert isinstance(value, Op)
     sets, complete = [], True
     for vals, ok in got:
@@ -213,6 +209,15 @@ def _combine(value: Value, got: list) -> tuple:
     return out, complete
 
 
+def _either(got: list) -> tuple:
+    """(set, complete) of an alternative from its options' (set, complete)."""
+    out, complete = set(), True
+    for vals, ok in got:
+        out |= vals
+        complete = complete and ok
+    return out, complete
+
+
 def strings_of(value: Optional[Value], distrust=lambda v: False) -> tuple:
     """(set of the byte strings value can be, complete): Str leaves, alternatives and "cat"
     joins. complete is False when a part is no string wqlint knows (a parameter, an unknown,
@@ -226,11 +231,7 @@ def strings_of(value: Optional[Value], distrust=lambda v: False) -> tuple:
         if distrust(v):
             return set(), False
         if isinstance(v, Alt):
-            out, complete = set(), True
-            for vals, ok in got:
-                out |= vals
-                complete = complete and ok
-            return out, complete
+            return _either(got)
         if isinstance(v, Op) and v.op == "cat":
             acc, complete = {b""}, True
             for vals, ok in got:
