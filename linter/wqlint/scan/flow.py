@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from wqlint.scan import parser
+from wqlint.scan.ctext import short
 from wqlint.scan.values import Cond
 
 MAX_STATES = 32
@@ -293,7 +294,7 @@ class Flow:
         cond = node.child_by_field_name("condition")
         states = self.expr(cond, states)
         body = node.child_by_field_name("body")
-        shown = _short(parser.text(cond).strip("() \t\n"))
+        shown = short(parser.text(cond).strip("() \t\n"))
         key = self.keys.cond("switch", cond)
         live = self.alive.setdefault(key, set())
         cases = [c for c in (body.named_children if body is not None else []) if c.type == "case_statement"]
@@ -306,7 +307,7 @@ class Flow:
                 has_default = True
                 arm, note = "default", f"'{shown}' matches no case (default)"
             else:
-                arm, note = _norm(parser.text(value)), f"'{shown}' is '{_short(parser.text(value))}'"
+                arm, note = _norm(parser.text(value)), f"'{shown}' is '{short(parser.text(value))}'"
             entry = self.merge(_take(states, Cond(key, arm, self.step(case, note))) + carry)
             before = self._jumps()
             for child in case.named_children:
@@ -337,8 +338,8 @@ class Flow:
         endless = cond is None or _norm(parser.text(cond)) in ("1", "true")
         key = ("loop", self.keys.fn, "at", node.start_byte)
         head = parser.text(node).split("\n", 1)[0].strip()
-        run = Cond(key, "entered", self.step(node, f"'{_short(head)}' runs its body"))
-        skip = Cond(key, "skipped", self.step(node, f"'{_short(head)}' does not run its body"))
+        run = Cond(key, "entered", self.step(node, f"'{short(head)}' runs its body"))
+        skip = Cond(key, "skipped", self.step(node, f"'{short(head)}' does not run its body"))
         if self.contains_use(node):
             # Assignments later in the body reach the use on the next iteration: walk the
             # body once without looking for the use, then again from both ways in.
@@ -388,7 +389,7 @@ class Flow:
         key = ("pp", _norm(text))
         alt = node.child_by_field_name("alternative")
         body = [c for c in node.named_children if c not in (name, cond, alt)]
-        shown = _short(text)
+        shown = short(text)
         outs = []
         live = self.alive.setdefault(key, set())
         else_body = [c for c in alt.named_children if c.type != "comment"] if alt is not None \
@@ -503,11 +504,6 @@ def _norm(text: str) -> str:
     return parser.unparen(re.sub(r"\s+", "", text))
 
 
-def _short(text: str, width: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 class Keys:
     """The identity of decisions in one function body (see Cond.key)."""
 
@@ -525,7 +521,7 @@ class Keys:
         negated = inner.type == "unary_expression" and parser.text(inner.child_by_field_name("operator")) == "!"
         key = self.cond("if", inner.child_by_field_name("argument") if negated else inner)
         yes, no = ("false", "true") if negated else ("true", "false")
-        return key, yes, no, _short(parser.text(inner))
+        return key, yes, no, short(parser.text(inner))
 
     def cond(self, kind: str, cond_node) -> tuple:
         """Two decisions on the same condition text agree when none of its variables is

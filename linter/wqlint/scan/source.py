@@ -53,7 +53,7 @@ class Chunk:
     first_line: int  # 1-based line of the chunk's first line in the file
     last_line: int
     tree: object = None
-    # A macro's body parsed as a function (Resolver.macro_chunk):
+    # A macro's body parsed as a function (macros.Macros.chunk):
     macro_kind: str = ""  # "macro"; "" for code as written
     macro_params: list = field(default_factory=list)  # the macro's parameter names
     macro_is_function: bool = False  # a function-like macro
