@@ -257,6 +257,112 @@ def test_generated_saved_scans_fix_diff(saved_scan, data):
     assert _listing(base) == listing
 
 
+# -- what the tree holds besides C files ---------------------------------------------------
+# A FIFO, a socket, a device, a link to a device, a link loop, a file of gigabytes of holes or
+# one just over the size bound, at the top of the tree, in a directory the scan walks, or named
+# on the command line, for every command that reads the tree. Each run is a process of its own
+# with a time limit and an address-space limit (tests/bounded.py): a hang or memory without
+# bound fails the property instead of the suite or the machine.
+
+SPECIAL_KINDS = ["fifo", "socket", "device", "devzero-link", "self-loop", "dir-loop", "sparse-3g", "over-bound"]
+SPECIAL_WHERE = ["top", "walked", "named"]
+SPECIAL_COMMANDS = ["scan", "scan-no-cache", "fix-diff", "review", "check"]
+DEMO_PATCH = """\
+From: A U Thor <a@example.org>
+Subject: [PATCH] demo: unbound queue
+
+---
+--- a/drivers/demo/demo.c
++++ b/drivers/demo/demo.c
+@@ -8,2 +8,2 @@ int demo_init(void)
+ \twq = alloc_workqueue("demo",
+-\t\t\t     WQ_MEM_RECLAIM, 0);
++\t\t\t     WQ_UNBOUND, num_online_cpus());
+"""
+
+
+def _special_file(path: Path, kind: str) -> None:
+    import socket
+    import stat as stat_mod
+
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(path))
+        s.close()
+    elif kind == "device":
+        os.mknod(path, stat_mod.S_IFCHR | 0o644, os.makedev(1, 5))  # what /dev/zero is
+    elif kind == "devzero-link":
+        path.symlink_to("/dev/zero")
+    elif kind == "self-loop":
+        path.symlink_to(path.name)
+    elif kind == "dir-loop":
+        path.symlink_to(".", target_is_directory=True)
+    elif kind == "sparse-3g":
+        with open(path, "wb") as handle:
+            handle.write(b"int x = alloc_workqueue(\"x\", 0, 0);\n")
+            handle.truncate(3 << 30)
+    else:  # just over the bound a source file may have, every line mentioning an allocation
+        line = b"static int v = sizeof(alloc_workqueue);\n"
+        with open(path, "wb") as handle:
+            handle.write(line * ((8 * 1024 * 1024) // len(line) + 1))
+
+
+@settings(max_examples=10 if os.environ.get("HYPOTHESIS_PROFILE", "ci") == "ci" else settings.default.max_examples)
+@given(kind=st.sampled_from(SPECIAL_KINDS), where=st.sampled_from(SPECIAL_WHERE),
+       command=st.sampled_from(SPECIAL_COMMANDS))
+def test_files_that_are_not_c_sources_in_the_tree(kind, where, command):
+    import tempfile
+
+    from bounded import bounded, error_lines
+
+    with tempfile.TemporaryDirectory(prefix="wqlint-fuzz-") as tmp:
+        base = Path(tmp)
+        root = tiny_tree(base)
+        name = "loop" if kind == "dir-loop" else "x.c"
+        special = (root if where == "top" else root / "drivers" / "demo") / name
+        try:
+            _special_file(special, kind)
+        except PermissionError:
+            hypothesis.assume(False)  # (mknod needs CAP_MKNOD)
+        before = tree_hash(root)
+        env = {"XDG_CACHE_HOME": str(base / "cache")}
+        named = [special] if where == "named" else [root]
+        if command.startswith("scan"):
+            args = ["scan", *named, "--format", "json", "-j", "1"] + (["--no-cache"] if command == "scan-no-cache" else [])
+        elif command == "fix-diff":
+            args = ["fix", *named, "--target", "mainline", "--diff", "-j", "1"]
+        elif command == "review":
+            (base / "p.patch").write_text(DEMO_PATCH)
+            args = ["review", base / "p.patch", "--tree", root]
+        else:
+            args = ["check", "-I", root / "include", "-D__KERNEL__",
+                    special if where == "named" else root / "drivers" / "demo" / "demo.c"]
+        got = bounded(args, env=env, cwd=root, timeout=120)
+        GENERATED["inputs"] += 1
+        note = (kind, where, command, got.returncode, got.stderr)
+        # every line on stderr is one Error: or note line (check: or a finding), nothing else
+        assert all(ln.startswith(("Error: ", "wqlint: ", "wqlint check: ", "not fixed ", "  ", str(root)))
+                   for ln in got.stderr.splitlines()), note
+        assert "internal error" not in got.stderr, note
+        if command == "check":
+            assert got.returncode in ((0, 1) if where == "named" else (0,)), note
+        elif where == "named" and kind != "dir-loop" and command != "review":
+            assert got.returncode == 3, note
+            assert [ln.split(": ")[1] for ln in error_lines(got.stderr)] == [str(special)], note
+        else:
+            assert got.returncode in (0, 1, 3), note
+            assert (got.returncode == 3) == bool(error_lines(got.stderr)), note
+        if command.startswith("scan") and where != "named":  # the tree's real finding is still there
+            assert any(f["path"] == "drivers/demo/demo.c" for f in json.loads(got.stdout)["findings"]), note
+        if command == "check":  # the checker keeps its facts in the build directory: here the tree
+            for name in (".wqlint-facts.json", ".wqlint-facts.lock"):
+                if (root / name).exists():
+                    os.unlink(root / name)
+        assert tree_hash(root) == before, note
+
+
 def test_report_generated_inputs(capsys):
     """Says how many generated inputs the properties above ran (shown with -s or -rA)."""
     with capsys.disabled():

@@ -117,3 +117,23 @@ def test_coccinelle_in_a_directory_whose_name_spatch_cannot_take(tmp_path):
     assert error_lines(got.stderr) == [f"Error: drivers/demo/link.c: a symbolic link out of the tree {root}, not read"]
     found = [(f["rule"], f["path"], f["line"]) for f in json.loads(got.stdout)["findings"]]
     assert found == [("missing-affinity-flag", "drivers/demo/demo.c", 8)]
+
+
+@pytest.mark.parametrize("content", ["sparse", "lines"])
+def test_a_named_file_over_the_bound_is_one_error(tmp_path, content):
+    """A file named on the command line and refused was reported again by the search (as a
+    binary file, or as a file with too many allocation lines); check handed it to cpp (3 GB)."""
+    root = tiny_tree(tmp_path)
+    big = root / "drivers" / "demo" / "big.c"
+    with open(big, "wb") as handle:
+        if content == "sparse":
+            handle.write(b"int x = alloc_workqueue(\"x\", 0, 0);\n")
+            handle.truncate(3 << 30)
+        else:
+            line = b"static int v = sizeof(alloc_workqueue);\n"
+            handle.write(line * ((8 * 1024 * 1024) // len(line) + 1))
+    for args in (["--no-cache"], [], []):
+        got = bounded(["scan", big, *args])
+        assert (got.returncode, error_lines(got.stderr)) == (3, [f"Error: {big}: larger than 8 MiB, not read"])
+    got = bounded(["check", "-I", root / "include", "-D__KERNEL__", big], cwd=root)
+    assert (got.returncode, got.stderr.splitlines()) == (1, [f"wqlint check: {big}: larger than 8 MiB, not read"])

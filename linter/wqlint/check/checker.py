@@ -12,7 +12,7 @@ import os
 import re
 import time
 
-from wqlint import api
+from wqlint import api, safeio
 from wqlint.check import facts as facts_mod, names
 from wqlint.check.debug import say
 from wqlint.check.errors import CheckError
@@ -89,6 +89,8 @@ class Checker:
         """(findings, notes)."""
         if not os.path.isfile(self.inv.file):
             raise CheckError("no such file")
+        if os.path.getsize(self.inv.file) > safeio.MAX_SOURCE_BYTES:  # as scan refuses it, before cpp reads it
+            raise CheckError(f"larger than {safeio.MAX_SOURCE_BYTES // (1024 * 1024)} MiB, not read")
         started = time.monotonic()
         facts = self.load_facts()
         say(f"facts ready after {time.monotonic() - started:.3f} s")

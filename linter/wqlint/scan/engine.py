@@ -188,6 +188,7 @@ class Engine:
         self.focus_words = focus_words  # names the focus files use: wrappers they may call
         self.progress = progress
         self.errors: list = []
+        self._named_bad: dict = {}  # name given -> rel, of files named on the command line that were refused
         self.api_files: set = set()  # files that define an entry point of the API
         self.notes: list = []
         self.paths = [Path(p) for p in paths]
@@ -295,6 +296,18 @@ class Engine:
                     read_source(p, self.root)
                 except SourceError as exc:
                     self.errors.append(InputError(str(p), str(exc)))
+                    self._named_bad[str(p)] = relpath(Path(os.path.abspath(p)), self.root)
+
+    def _one_per_file(self, errors: list) -> list:
+        """The first error of each file (a file named on the command line and refused is said
+        once, under the name given: not again by the search, as binary or crowded)."""
+        out, seen = [], set()
+        for e in errors:
+            key = self._named_bad.get(e.path, e.path) if type(e) is InputError else (type(e), e.path, e.problem)
+            if key not in seen:
+                seen.add(key)
+                out.append(e)
+        return out
 
     # -- sites -------------------------------------------------------------------------------
     def _crowded(self, sink: str, occ) -> set:
@@ -899,7 +912,7 @@ class Engine:
         for rel, problem in sorted(got["parse_errors"].items()):
             if self.in_targets(rel):
                 errors.append(InputError(rel, problem))
-        report = Report(root=str(self.root), findings=findings, errors=_unique(errors), notes=self.notes,
+        report = Report(root=str(self.root), findings=findings, errors=self._one_per_file(errors), notes=self.notes,
                         kernel_version=self.version, kernel_version_source=self.version_source,
                         files_scanned=got["files_scanned"])
         report.grep_rounds = self.index.grep_rounds
@@ -1041,15 +1054,6 @@ def _direct_param_index(value, function: str) -> int:
 
 
 judge = checks.judge  # the engine resolves sites; the rules judge them
-
-
-def _unique(errors):
-    out, seen = [], set()
-    for e in errors:
-        if (e.path, e.problem) not in seen:
-            seen.add((e.path, e.problem))
-            out.append(e)
-    return out
 
 
 def open_store(root: Path):
