@@ -363,7 +363,7 @@ class Store:
         if len(lines) % 2 != 1:
             return None
         try:
-            doc = json.loads(lines[0])
+            doc = safeio.parse_json(lines[0])
             if type(doc) is not dict or set(doc) != {"wqlint", "code", "root", "gen", "files", "stamps", "unknown",
                                                     "answers"} \
                     or doc["wqlint"] != __version__ or doc["root"] != str(self.root) or type(doc["gen"]) is not int:
@@ -373,10 +373,10 @@ class Store:
             scans, kept = {}, {}
             if doc["code"] == code_id():  # the searches stay good; sites resolved by other code do not
                 for n in range(1, len(lines), 2):
-                    k = _codec(Kept).decode(json.loads(lines[n]))
+                    k = _codec(Kept).decode(safeio.parse_json(lines[n]))
                     scans[k.key] = lines[n + 1]
                     kept[k.key] = k
-        except (codec.Invalid, codec.Unstorable, ValueError, RecursionError):
+        except (codec.Invalid, codec.Unstorable, safeio.InputRefused, ValueError, RecursionError):
             return None
         return answers, stamps, scans, kept, doc["gen"]
 
@@ -499,8 +499,8 @@ class Store:
         k = self.kept[key]
         if isinstance(got, bytes):
             try:
-                analysis = _codec(Analysis).decode(json.loads(got))
-            except (codec.Invalid, codec.Unstorable, ValueError, RecursionError):
+                analysis = _codec(Analysis).decode(safeio.parse_json(got))
+            except (codec.Invalid, codec.Unstorable, safeio.InputRefused, ValueError, RecursionError):
                 del self.scans[key], self.kept[key]
                 self.unsaved = True
                 return None
