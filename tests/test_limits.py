@@ -137,3 +137,19 @@ def test_a_named_file_over_the_bound_is_one_error(tmp_path, content):
         assert (got.returncode, error_lines(got.stderr)) == (3, [f"Error: {big}: larger than 8 MiB, not read"])
     got = bounded(["check", "-I", root / "include", "-D__KERNEL__", big], cwd=root)
     assert (got.returncode, got.stderr.splitlines()) == (1, [f"wqlint check: {big}: larger than 8 MiB, not read"])
+
+
+def test_a_search_that_prints_without_end_is_an_error_not_memory(tmp_path, monkeypatch):
+    """Every line naming a searched name is printed, whatever the size of its file: a tree of
+    files full of them was held whole. Past the bound the search is an error naming the tree."""
+    from pathlib import Path
+
+    from wqlint.scan import index as index_mod
+
+    root = tiny_tree(tmp_path)
+    line = b"static int v = sizeof(alloc_workqueue);\n"
+    (root / "drivers" / "demo" / "many.c").write_bytes(line * (3 * 1024 * 1024 // len(line)))
+    monkeypatch.setattr(index_mod, "MAX_SEARCH_OUTPUT", 1024 * 1024)
+    idx = index_mod.TreeIndex(Path(root))
+    idx.fetch(["alloc_workqueue"])
+    assert [str(e) for e in idx.errors] == [f"Error: {root}: ripgrep: more than 1 MiB of output, not read"]

@@ -32,6 +32,10 @@ _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 SEARCH_CHUNK = 64
 # A search of the whole tree takes seconds; one that takes this long is stuck (a FIFO).
 SEARCH_TIMEOUT = 900
+# What one search may print: the lines of a kernel tree naming the most common names searched
+# are a few MiB; a tree of files full of them (each file's lines are printed whatever its size)
+# would otherwise be held whole.
+MAX_SEARCH_OUTPUT = 256 * 1024 * 1024
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
@@ -481,7 +485,7 @@ class TreeIndex:
 
         def run(group):
             try:
-                return tools.run(args + ["--"] + group, timeout=SEARCH_TIMEOUT)
+                return tools.run(args + ["--"] + group, timeout=SEARCH_TIMEOUT, limit=MAX_SEARCH_OUTPUT)
             except tools.ToolError as exc:
                 return exc
 
@@ -525,7 +529,7 @@ class TreeIndex:
             args += ["-e", t]
         args += ["--"] + (paths if paths is not None else ["."])
         try:
-            proc = tools.run(args, cwd=root, timeout=SEARCH_TIMEOUT, what="ripgrep")
+            proc = tools.run(args, cwd=root, timeout=SEARCH_TIMEOUT, what="ripgrep", limit=MAX_SEARCH_OUTPUT)
             if keep and proc.returncode in (0, 2):
                 proc.stdout = _kept(rg, proc.stdout, keep)
         except tools.ToolError as exc:
