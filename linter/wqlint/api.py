@@ -141,6 +141,66 @@ SCHEDULE_HELPERS = ("schedule_work", "schedule_work_on", "schedule_delayed_work"
 FLUSH_SCHEDULED = "flush_scheduled_work"
 
 
+# Where schedule_*() take the work item (their queue is read from the header).
+SCHEDULE_WORK_ARG = {"schedule_work": 0, "schedule_work_on": 1, "schedule_delayed_work": 0,
+                     "schedule_delayed_work_on": 1}
+
+# -- work items: what binds them to a function, what waits for them ------------------------
+
+# The work item types of include/linux/workqueue.h: a delayed_work holds its work_struct as
+# .work, an rcu_work as .work too.
+WORK_TYPES = ("work_struct", "delayed_work", "rcu_work")
+# The calls and macros that bind a work item to its function: (index of the work item, index
+# of the function). DECLARE_* define the item (its name is the first argument).
+WORK_BINDERS = {
+    "INIT_WORK": (0, 1), "INIT_WORK_ONSTACK": (0, 1), "INIT_WORK_ONSTACK_KEY": (0, 1),
+    "INIT_DELAYED_WORK": (0, 1), "INIT_DEFERRABLE_WORK": (0, 1), "INIT_DELAYED_WORK_ONSTACK": (0, 1),
+    "INIT_DEFERRABLE_WORK_ONSTACK": (0, 1), "INIT_RCU_WORK": (0, 1), "INIT_RCU_WORK_ONSTACK": (0, 1),
+    "__INIT_WORK": (0, 1), "__INIT_DELAYED_WORK": (0, 1),
+    "DECLARE_WORK": (0, 1), "DECLARE_DELAYED_WORK": (0, 1), "DECLARE_DEFERRABLE_WORK": (0, 1),
+}
+
+
+@dataclass(frozen=True)
+class FlushCall:
+    """A call that waits for a queue or a work item and goes through check_flush_dependency()
+    (kernel/workqueue.c; the same text in 6.1, 6.12 and 7.3): it WARNs when the running work's
+    queue has WQ_MEM_RECLAIM without __WQ_LEGACY and the queue waited for lacks WQ_MEM_RECLAIM."""
+
+    name: str
+    waits_for: str  # "queue" | "work" | "helper" (flush_scheduled_work(): the helpers' queue)
+    arg: int  # index of the queue or the work item (-1: none)
+    how: str  # what it does, for the messages
+
+
+FLUSH_CALLS = (
+    FlushCall("flush_workqueue", "queue", 0, "flushes"),
+    FlushCall("__flush_workqueue", "queue", 0, "flushes"),
+    FlushCall("drain_workqueue", "queue", 0, "drains"),
+    # destroy_workqueue() drains the queue first (drain_workqueue()).
+    FlushCall("destroy_workqueue", "queue", 0, "destroys (draining it first)"),
+    FlushCall("flush_work", "work", 0, "flushes"),
+    # flush_delayed_work() queues a pending timer's work on the work's own queue, then flushes.
+    FlushCall("flush_delayed_work", "work", 0, "flushes"),
+    FlushCall("flush_rcu_work", "work", 0, "flushes"),
+    FlushCall("flush_scheduled_work", "helper", -1, "flushes"),
+)
+FLUSH_CALLS_BY_NAME = {c.name: c for c in FLUSH_CALLS}
+# What passes from_cancel to __flush_work() and so is never checked (de35994ecd2d, in 6.1,
+# 6.12 and 7.3): waiting for a work item being cancelled cannot need the rescuer.
+FROM_CANCEL = ("cancel_work_sync", "cancel_delayed_work_sync", "disable_work_sync",
+               "disable_delayed_work_sync")
+# The flag check_flush_dependency() asks of both queues, and the one that exempts the flusher.
+RESCUER_FLAG = "WQ_MEM_RECLAIM"
+LEGACY_FLAG = "__WQ_LEGACY"
+# The queues kernel/workqueue.c allocates for everyone (workqueue_init_early()): none has
+# WQ_MEM_RECLAIM in 6.1, 6.12 or 7.3 (the tree's own allocation wins where it is scanned).
+SYSTEM_QUEUES = ("system_wq", "system_percpu_wq", "system_highpri_wq", "system_long_wq",
+                 "system_dfl_long_wq", "system_unbound_wq", "system_dfl_wq", "system_freezable_wq",
+                 "system_power_efficient_wq", "system_freezable_power_efficient_wq", "system_bh_wq",
+                 "system_bh_highpri_wq")
+
+
 def helper_queue(version: Version) -> str:
     """The queue of schedule_work() and flush_scheduled_work(): system_wq, system_percpu_wq
     since the system queue split (v6.17, 128ea9f6ccfb; Debian's 6.12.117 has it too, the

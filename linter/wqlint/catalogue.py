@@ -44,7 +44,9 @@ class CatalogueError(Exception):
 # The fields a text of each kind may name, as {field}: what the code fills in. A text naming
 # any other field is refused when the catalogue is loaded, so filling one in never fails.
 PLACEHOLDERS = {
-    "migration": ("entry", "new", "old"),  # the call's name; a queue's replacement and old name
+    # the call's name; a queue's replacement and old name; the queue a work runs on and the one
+    # it waits for
+    "migration": ("entry", "new", "old", "queue", "target"),
     "introduced-by": ("max_active", "version"),  # the call's new max_active; the scanned version
     "why": ("version",),  # the scanned version
 }

@@ -1,17 +1,20 @@
 """The rules: one module per rule, named after its id, found through REGISTRY.
 
 A rule module defines RULE (its id in rules.yaml), READS (the parts of a site it judges:
-"flags", "max_active", "name" of an allocation Site, or "queue" of a QueueUse: a queue named at a call
-that takes one) and check(site, ctx) -> list of Finding. The scanner only resolves
-sites; nothing outside this package names a rule.
+"flags", "max_active", "name" of an allocation Site, "queue" of a QueueUse: a queue named at
+a call that takes one, or "flow" of a Flow: a work item's function reaching a flush, scan.work)
+and check(site, ctx) -> list of Finding. The scanner only resolves sites; nothing outside
+this package names a rule.
 """
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 import pkgutil
 
 from wqlint.finding import numbered
 from wqlint.scan.site import QueueUse, paths
+from wqlint.scan.work import Flow
 
 REGISTRY: dict = {}
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -26,7 +29,8 @@ FLAGS_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozen
 # Rules that read only the queue's name: judged where the name is known (engine._expand).
 NAME_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozenset({"name"}))
 _ON_USES = tuple(m for m in REGISTRY.values() if "queue" in m.READS)
-_ON_SITES = tuple(m for m in REGISTRY.values() if "queue" not in m.READS)
+_ON_FLOWS = tuple(m for m in REGISTRY.values() if "flow" in m.READS)
+_ON_SITES = tuple(m for m in REGISTRY.values() if not {"queue", "flow"} & m.READS)
 
 
 def judge(sites, ctx) -> list:
@@ -36,8 +40,11 @@ def judge(sites, ctx) -> list:
     for site in sites:
         if "*" in site.suppressed:
             continue
+        judged: Iterable
         if isinstance(site, QueueUse):
             judged = ((site, m) for m in _ON_USES)
+        elif isinstance(site, Flow):
+            judged = ((site, m) for m in _ON_FLOWS)
         else:
             # Once per combination of the decisions flags and max_active both depend on.
             judged = ((p, m) for p in paths(site) for m in _ON_SITES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from wqlint.finding import Finding, Step
 from wqlint.scan.site import CheckContext, QueueUse, Site
 from wqlint.scan.values import steps_in
+from wqlint.scan.work import Flow
 
 
 def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: list,
@@ -25,7 +26,7 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
     )
 
 
-def applies(site: Site | QueueUse, ctx: CheckContext, rule_id: str) -> bool:
+def applies(site: "Site | QueueUse | Flow", ctx: CheckContext, rule_id: str) -> bool:
     rule = ctx.catalogue[rule_id]
     if rule_id in site.suppressed or rule_id in site.skip:
         return False
@@ -61,3 +62,16 @@ def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, case: str = "
         col=use.col, end_col=use.end_col, message=f"{text} ({detail})" if detail else text,
         chain=(use.step,) + tuple(use.conditions), migration=migration, hints=hints, function=use.function,
         queue=f"{use.call}({use.queue})", role="queue")
+
+
+def flow_finding(flow, ctx: CheckContext, rule_id: str, detail: str, chain: list,
+                 hints: frozenset = frozenset(), **fields) -> Finding:
+    """A Finding at a Flow: reported at the flush, the chain from the queue's allocation to
+    it; fields fill in the rule's migration text."""
+    rule = ctx.catalogue[rule_id]
+    return Finding(
+        rule_id=rule_id, severity=rule.severity_on(ctx.version), path=flow.path, line=flow.line,
+        col=flow.col, end_col=flow.end_col, message=f"{rule.message_on(ctx.version)} ({detail})",
+        chain=tuple(_dedupe(chain)), migration=rule.migration_text("default", **fields), hints=hints,
+        function=flow.function, queue=f"{flow.call}({flow.target.key.show() if flow.target.key else ''})",
+        role="flow")

@@ -27,6 +27,7 @@ from wqlint.scan.scope import Scope, calls_named, scope_of
 from wqlint.scan.site import CheckContext, FlagBits, NameArgs, QueueUse, Site
 from wqlint.scan.source import MAX_FILE_BYTES, Chunk, SourceError, call_digest, is_c_source, read_source, relpath
 from wqlint.scan.values import Alt, Param, evaluate, params, substitute, walk
+from wqlint.scan.work import WorkModel
 
 SINKS = api.SINKS  # name -> (index of flags, index of max_active)
 NAME_ARGS = api.NAME_ARGS  # name -> (index of the name's format, of its first argument)
@@ -656,6 +657,29 @@ class Engine:
                 return cond.text
         return ""
 
+    def _flows(self, sites, bits) -> list:
+        """The work items put on queues allocated with api.RESCUER_FLAG whose functions reach a
+        flush (scan.work), looked up round by round like the sites' values."""
+        rescuer = bits.bit(api.RESCUER_FLAG)
+        if not rescuer:
+            return []
+        header = self.index.source(self.api_header)
+        model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
+                                                     self.api_header))
+
+        def wanted(site) -> bool:
+            if not self.in_targets(site.path) or self._outside_focus(site.path):
+                return False
+            values, _ = evaluate(site.flags, 1)
+            return any(v & rescuer for v in values)
+        flows: list = []
+        for _ in range(MAX_ROUNDS):
+            misses = self.index.misses
+            flows = model.flows(wanted)
+            if self.index.misses == misses or not self.index.fetch_pending():
+                break
+        return flows
+
     def _condition_steps(self, src, conds) -> list:
         """Chain steps naming the #if conditions a call is compiled under (scan.cpp)."""
         return [Step(src.rel, cond.line, src.line_text(cond.line).strip(), note)
@@ -741,9 +765,10 @@ class Engine:
             v = self.resolver.symbols.symbol(name, scope, 0, frozenset())
             got, _ = evaluate(v, 1)
             return next(iter(got)) if len(got) == 1 else 0
+        named = tuple((name, val(name)) for name, _bit, _since in api.FLAG_BITS)
         return FlagBits(unbound=val("WQ_UNBOUND"), percpu=val("WQ_PERCPU"), bh=val("WQ_BH"),
                         sysfs=val("WQ_SYSFS"), ordered=val("__WQ_ORDERED"), legacy=val("__WQ_LEGACY"),
-                        bh_allows=val("__WQ_BH_ALLOWS"))
+                        bh_allows=val("__WQ_BH_ALLOWS"), named=named)
 
     def _prefetch_api(self) -> None:
         """Queue, with the first search, what every tree needs from the API header: the
@@ -862,6 +887,7 @@ class Engine:
         sites = self.sites()
         bits = self._bits()
         uses = self._queue_uses()
+        flows = self._flows(sites, bits)
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
         if self.store is not None:
@@ -884,7 +910,7 @@ class Engine:
             src = self.index.files.get(s.path)
             if src is not None and self.in_targets(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
-        result = {"sites": sites, "uses": uses, "bits": bits, "bad": dict(self.index.bad),
+        result = {"sites": sites, "uses": uses, "flows": flows, "bits": bits, "bad": dict(self.index.bad),
                   "errors": list(self.index.errors), "parse_errors": dict(self._parse_errors),
                   "files_scanned": len(self.index.files), "read": read, "call_sha": call_sha,
                   "api_files": frozenset(self.api_files)}
@@ -903,8 +929,9 @@ class Engine:
         self.api_files = set(got["api_files"])  # kept with the sites: a stored scan walks none
         self.check_context = self.context(got["bits"])
         shas = got.get("call_sha", {})
+        flows = [f for f in got.get("flows", ()) if self.in_targets(f.path)]
         findings = [self._with_call_sha(f, shas)
-                    for f in judge(self.judged_sites + got["uses"], self.check_context)]
+                    for f in judge(self.judged_sites + got["uses"] + flows, self.check_context)]
         errors = list(self.errors) + list(got["errors"])
         for rel, problem in sorted(got["bad"].items()):
             if self.in_targets(rel):

@@ -96,6 +96,12 @@ class FlagBits:
     ordered: int
     legacy: int
     bh_allows: int = 0  # __WQ_BH_ALLOWS: the flags a WQ_BH queue may have
+    # Every flag of api.FLAG_BITS by name: (name, value) pairs, 0 where the tree lacks it.
+    named: tuple = ()
+
+    def bit(self, name: str) -> int:
+        """The value of the WQ_* flag name in the tree (0 when it does not define it)."""
+        return next((v for n, v in self.named if n == name), 0)
 
     @property
     def affinity(self) -> int:

@@ -1,0 +1,75 @@
+"""reclaim-flush-dependency: the static form of check_flush_dependency() (kernel/workqueue.c).
+
+A work function running on a queue with WQ_MEM_RECLAIM (without __WQ_LEGACY: a queue made by
+create_*workqueue() is exempt as the flusher) that, itself or through the functions it
+calls, flushes, drains or destroys a queue without WQ_MEM_RECLAIM, or flushes a work item
+whose queues all lack it. The kernel WARN_ONCEs "workqueue: WQ_MEM_RECLAIM %s:%ps is flushing
+!WQ_MEM_RECLAIM %s:%ps" there: under memory pressure the reclaim queue's rescuer waits on a
+queue that has none. cancel_*_sync() and disable_work_sync() pass from_cancel and are never
+checked (scan.work never follows them). The engine builds the Flows (scan.work); this rule
+judges the flags at both ends."""
+from __future__ import annotations
+
+from wqlint import api
+from wqlint.checks.common import applies, flow_finding
+from wqlint.finding import Step
+from wqlint.scan.site import CheckContext
+from wqlint.scan.values import evaluate
+from wqlint.scan.work import Flow
+
+RULE = "reclaim-flush-dependency"
+READS = frozenset({"flow"})
+MAX_TARGETS = 2  # allocations of the flushed queue shown in the chain
+
+
+def check(flow: Flow, ctx: CheckContext) -> list:
+    if not isinstance(flow, Flow) or not applies(flow, ctx, RULE):
+        return []
+    rescuer, legacy = ctx.bits.bit(api.RESCUER_FLAG), ctx.bits.bit(api.LEGACY_FLAG)
+    values, complete = evaluate(flow.site.flags, 1)
+    if not rescuer or not values or not complete:
+        return []
+    if not all(v & rescuer for v in values) or any(legacy and v & legacy for v in values):
+        return []
+    target = flow.target
+    if not target.complete:
+        return []
+    tsites = list(target.sites)
+    for site in tsites:
+        tvalues, tcomplete = evaluate(site.flags, 1)
+        if not tvalues or not tcomplete or any(v & rescuer for v in tvalues):
+            return []
+    if not tsites and target.system not in api.SYSTEM_QUEUES:
+        return []
+    qname = _queue_name(flow.site)
+    tnames = sorted({_queue_name(s) for s in tsites}) or [target.system]
+    what = f"{flow.call}({target.key.show() if target.key else ''})"
+    warn = (f"\"workqueue: WQ_MEM_RECLAIM {qname}:{flow.function} is flushing !WQ_MEM_RECLAIM "
+            f"{'/'.join(tnames)}:{(target.func or '%ps') if target.what == 'work' else '0x0'}\"")
+    via = f" through {len(flow.calls)} call{'s' if len(flow.calls) > 1 else ''}" if flow.calls else ""
+    detail = (f"{flow.function}() runs on {qname} (WQ_MEM_RECLAIM) and{via} {what} waits for "
+              f"{'/'.join(tnames)}, which lacks WQ_MEM_RECLAIM; the kernel warns {warn}")
+    chain = [_alloc_step(flow.site, qname, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
+             *flow.calls, flow.flush, *target.queued[:MAX_TARGETS]]
+    chain += [_alloc_step(s, _queue_name(s), "without WQ_MEM_RECLAIM") for s in tsites[:MAX_TARGETS]]
+    own = bool(tsites) and all(_module_own(s, flow) for s in tsites)
+    return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset({"target-own"} if own else ()),
+                         queue=qname, target="/".join(tnames))]
+
+
+def _queue_name(site) -> str:
+    return site.queue.strip('"') if site.queue.startswith('"') else site.queue
+
+
+def _alloc_step(site, name: str, note: str) -> Step:
+    first = site.prefix[0] if site.prefix else None
+    text = first.text if first is not None else ""
+    flags = site.arg_texts[site.flags_arg] if 0 <= site.flags_arg < len(site.arg_texts) else ""
+    return Step(site.path, site.line, text, f"{site.entry}() allocates {name} "
+                f"(flags '{flags}') {note}" if flags else f"{site.entry}() allocates {name} {note}")
+
+
+def _module_own(site, flow) -> bool:
+    """Is the flushed queue allocated in the subsystem of the flush (not the kernel's)?"""
+    from wqlint.scan.nearness import related
+    return site.path == flow.path or related(site.path, flow.path)

@@ -1,0 +1,710 @@
+"""Work items between calls: where an allocated queue is kept, the calls that put work items
+on it, the functions the items are bound to, and a bounded call graph from those functions
+to the flushes they make.
+
+Built on demand, as values are: only the queues asked about are followed, and a function is
+parsed only when its text shows it may reach a flush (_reaching()).
+
+A place that holds a queue or a work item is a Key: a variable, or a struct member (with the
+struct's tag when the declarations tell it). Everything is looked for in the directory of the
+file asking and in its parent (when that is more than two levels deep): the files read are
+those of the subsystems the queues with a rescuer live in, never a search of the tree.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from wqlint import api
+from wqlint.finding import Step
+from wqlint.scan import parser
+from wqlint.scan.ctext import short as _short
+from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
+from wqlint.scan.structs import struct_type_name
+from wqlint.scan.site import Site
+from wqlint.scan.source import call_at, is_c_source
+
+MAX_DEPTH = 8  # calls from the work function to the flush (the work function is depth 0)
+MAX_FUNCTIONS = 400  # functions looked at from one work function
+MAX_POINTER_TARGETS = 3  # a member called through more initialisers than this is too generic
+MAX_OCCURRENCES = 3000  # lines naming a member that are looked at for one question
+MAX_FLUSHES = 16  # flushes reached from one function
+MAX_NEAR_FILES = 600  # files of a subsystem searched for a callee's definition
+# A function's header at column 0 (its name before the parameters), and `.member = function,`.
+_DEF_RE = re.compile(rb"(?m)^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
+_FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
+_INIT_RE = re.compile(rb"(?m)^\s*\.\s*([A-Za-z_]\w*)\s*=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$")
+
+_QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
+
+
+@dataclass(frozen=True)
+class Key:
+    """Where a queue or a work item is kept: a variable, or a member of a struct."""
+
+    kind: str  # "var" | "member"
+    name: str
+    tag: str = ""  # the struct's tag, when known
+
+    def matches(self, other: "Key") -> bool:
+        return (self.kind == other.kind and self.name == other.name
+                and (not self.tag or not other.tag or self.tag == other.tag))
+
+    def show(self) -> str:
+        if self.kind == "var":
+            return self.name
+        return f"{'struct ' + self.tag if self.tag else ''}.{self.name}" if self.tag else f".{self.name}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a flush waits for, and the queues that is: allocation sites, or a system queue."""
+
+    what: str  # "queue" | "work"
+    key: Optional[Key]
+    sites: tuple = ()  # allocation Sites of the queue(s) waited for
+    system: str = ""  # a system queue's name (api.SYSTEM_QUEUES) when no site is known
+    queued: tuple = ()  # Steps putting the flushed work item on those queues
+    complete: bool = True  # every queue the work item goes to is known
+    func: str = ""  # the function the flushed work item is bound to, when one is known
+
+
+@dataclass
+class Flow:
+    """A work item on a queue whose work function reaches a flush: the third kind of site,
+    judged by the rules that READ "flow"."""
+
+    site: Site  # the allocation of the queue the work runs on
+    queue: Key
+    queued: Step  # the call putting the work item on it
+    bound: Step  # the binding of the work item to its function
+    function: str  # the work function
+    calls: tuple  # Steps of the calls from the work function to the function that flushes
+    flush: Step  # the flush
+    call: str  # the flushing function (api.FLUSH_CALLS)
+    target: Target
+    path: str = ""  # where the finding is reported: the flush
+    line: int = 0
+    col: int = 0
+    end_col: int = 0
+    suppressed: frozenset = frozenset()
+    only: Optional[frozenset] = None
+    skip: frozenset = frozenset()
+
+
+@dataclass
+class _Fn:
+    name: str
+    scope: Scope
+    steps: tuple  # the calls leading here
+
+
+class WorkModel:
+    def __init__(self, engine, sites: list, helper_queues: dict):
+        self.engine = engine
+        self.index = engine.index
+        self.resolver = engine.resolver
+        self.sites = sites
+        self.helpers = helper_queues  # {helper: (queue, Step)}
+        self._keys: dict = {}  # id(site) -> Key | None
+        self._fn_memo: dict = {}
+        self._file_defs: dict = {}  # rel -> _defs(rel)
+        self._dir_defs: dict = {}  # directory -> _near_defs() of its files
+        self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
+        self._related: dict = {}  # rel -> set of the files of its subsystem
+        self._by_name: Optional[dict] = None  # name of a queue's Key -> [(Site, Key)]
+        self._dir_files: dict = {}  # directory -> the files of its subsystem searched
+        self._reach_sets: dict = {}  # directory (and file) -> _reaching()
+        self._lines_memo: dict = {}  # (name, directory) -> _lines()
+        self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> its calls by name
+        self._answers: dict = {}  # (question, Key, directory) -> answer
+
+    # -- asking ------------------------------------------------------------------------------
+    def flows(self, wanted) -> list:
+        """The Flows of the allocation sites for which wanted(site) holds."""
+        out, seen = [], set()
+        for site in self.sites:
+            if not wanted(site):
+                continue
+            key = self.queue_key(site)
+            if key is None:
+                continue
+            for queued, work in self.queued_on(key, site.path):
+                for bound, fn, near in self.bindings(work, queued.path):
+                    for flow in self._reach(site, key, queued, bound, fn, near):
+                        ident = (flow.path, flow.line, flow.col, id(site), flow.function)
+                        if ident not in seen:
+                            seen.add(ident)
+                            out.append(flow)
+        return out
+
+    # -- where a queue is kept ---------------------------------------------------------------
+    def queue_key(self, site: Site) -> Optional[Key]:
+        got = self._keys.get(id(site), False)
+        if got is not False:
+            return got
+        src = self.index.source(site.path)
+        key = None
+        if src is not None:
+            found = call_at(src, site.line, site.col)
+            if found is not None:
+                chunk, call = found
+                key = self._stored_in(call, chunk)
+        self._keys[id(site)] = key
+        return key
+
+    def _stored_in(self, node, chunk) -> Optional[Key]:
+        """The Key an expression's value is assigned to or initialises."""
+        cur = node
+        while cur.parent is not None and cur.parent.type in ("parenthesized_expression", "cast_expression"):
+            cur = cur.parent
+        parent = cur.parent
+        if parent is None:
+            return None
+        scope = scope_of(chunk, node)
+        if parent.type == "assignment_expression" and parent.child_by_field_name("right") == cur:
+            left = parent.child_by_field_name("left")
+            key = self.key_of(left, scope)
+            if key is not None and key.kind == "var" and self._is_local(left, scope):
+                return self._local_stored(parser.text(left), scope)
+            return key
+        if parent.type == "init_declarator":
+            decl = parent.child_by_field_name("declarator")
+            name = parser.text(decl).lstrip("*").strip()
+            if scope.kind == "function" and name in scope.local_decls():
+                return self._local_stored(name, scope)
+            return Key("var", name) if re.fullmatch(r"\w+", name) else None
+        return None
+
+    def _local_stored(self, name: str, scope: Scope) -> Optional[Key]:
+        """A local holding a new queue is stored somewhere later: `x->wq = wq;`."""
+        if scope.node is None:
+            return None
+        for node in _descendants(scope.node, "assignment_expression"):
+            right = node.child_by_field_name("right")
+            if right is not None and right.type == "identifier" and parser.text(right) == name:
+                key = self.key_of(node.child_by_field_name("left"), scope)
+                if key is not None and not (key.kind == "var" and self._is_local(
+                        node.child_by_field_name("left"), scope)):
+                    return key
+        return None
+
+    @staticmethod
+    def _is_local(node, scope: Scope) -> bool:
+        name = parser.text(node)
+        return scope.kind == "function" and (name in scope.local_decls() or scope.param_index(name) >= 0)
+
+    def key_of(self, node, scope: Scope) -> Optional[Key]:
+        """The Key an expression names: `&x->work`, `x->wq`, `foo_wq`, `&d->dwork.work`."""
+        while node is not None and node.type in ("parenthesized_expression", "cast_expression",
+                                                 "pointer_expression"):
+            if node.type == "pointer_expression" and not parser.text(node).startswith("&"):
+                return None
+            node = node.child_by_field_name("value") if node.type == "cast_expression" else (
+                node.child_by_field_name("argument") if node.type == "pointer_expression"
+                else next((c for c in node.named_children if c.type != "comment"), None))
+        if node is None:
+            return None
+        if node.type == "identifier":
+            name = parser.text(node)
+            if scope.kind == "function" and (scope.param_index(name) >= 0):
+                return None  # the caller's: not followed
+            return Key("var", name)
+        if node.type == "field_expression":
+            member = parser.text(node.child_by_field_name("field"))
+            obj = node.child_by_field_name("argument")
+            # A delayed_work's or rcu_work's own work_struct: the item is the outer member.
+            if member == "work" and obj is not None and obj.type == "field_expression":
+                return self.key_of(obj, scope)
+            if member == "work" and obj is not None and obj.type == "identifier" \
+                    and parser.text(node.children[1]) == ".":
+                return self.key_of(obj, scope)
+            return Key("member", member, _declared_tag(obj, scope))
+        return None
+
+    # -- where work is put on a queue --------------------------------------------------------
+    def _lines(self, key: Key, near: str) -> list:
+        """(rel, line) naming key in the files near near (_files_near(): the files the model
+        reads for the definitions of callees too), its own directory first."""
+        here = near.rsplit("/", 1)[0] if "/" in near else ""
+        got = self._lines_memo.get((key.name, here))
+        if got is None:
+            got = []
+            for rel in self._files_near(near):
+                src = self.index.source(rel)
+                if src is not None and key.name.encode() in src.data:
+                    got.extend((rel, ln) for ln in src.word_lines(key.name))
+                if len(got) >= MAX_OCCURRENCES:
+                    break
+            self._lines_memo[(key.name, here)] = got
+        return got
+
+    def queued_on(self, key: Key, near: str) -> list:
+        """[(Step, work Key)] of the calls that put a work item on the queue key."""
+        return self._memo("queued", key, near, self._queued_on)
+
+    def _memo(self, what, key, near, compute):
+        here = near.rsplit("/", 1)[0] if "/" in near else ""
+        got = self._answers.get((what, key, here))
+        if got is None:
+            misses = self.index.misses
+            got = compute(key, near)
+            if self.index.misses == misses:
+                self._answers[(what, key, here)] = got
+        return got
+
+    def _queued_on(self, key: Key, near: str) -> list:
+        out = []
+        for rel, line in self._lines(key, near):
+            text = self.index.peek(rel, line)
+            if not any(c.encode() in text for c in _QUEUEING) and b"queue" not in text:
+                continue
+            for call, spec, chunk in self._calls_around(rel, line, _QUEUEING):
+                args = _args(call)
+                if spec.queue_arg + 1 >= len(args):
+                    continue
+                scope = scope_of(chunk, call)
+                qkey = self.key_of(args[spec.queue_arg], scope)
+                if qkey is None or not qkey.matches(key):
+                    continue
+                work = self.key_of(args[spec.queue_arg + 1], scope)
+                if work is None:
+                    continue
+                cline = chunk.line_of(call)
+                src = chunk.source
+                out.append((Step(src.rel, cline, src.line_text(cline).strip(),
+                                 f"{spec.name}() puts {_short(parser.text(args[spec.queue_arg + 1]), 40)} "
+                                 f"on {_short(parser.text(args[spec.queue_arg]), 40)}"), work))
+        return out
+
+    def _calls_around(self, rel: str, line: int, names) -> list:
+        """(call node, spec, chunk) of the calls of names that a line is part of."""
+        src = self.index.source(rel)
+        if src is None:
+            return []
+        dead, _ = self.engine.cpp.state(src, line)
+        if dead:
+            return []
+        chunk = src.chunk_at(line)
+        calls = self._chunk_calls.get((rel, chunk.first_line))
+        if calls is None:
+            calls = []
+            for call in _descendants(chunk.root, "call_expression"):
+                fn = call.child_by_field_name("function")
+                if fn is not None and fn.type == "identifier":
+                    first = chunk.line_of(call)
+                    calls.append((parser.text(fn), call, first, first + call.end_point[0] - call.start_point[0]))
+            self._chunk_calls[(rel, chunk.first_line)] = calls
+        return [(call, names[name], chunk) for name, call, first, last in calls
+                if name in names and first <= line <= last]
+
+    # -- which function a work item runs -----------------------------------------------------
+    def bindings(self, work: Key, near: str) -> list:
+        """[(Step, function name, rel of the binding)] of the bindings of work to a function."""
+        return self._memo("bound", work, near, self._bindings)
+
+    def _bindings(self, work: Key, near: str) -> list:
+        out = []
+        binders = api.WORK_BINDERS
+        for rel, line in self._lines(work, near):
+            text = self.index.peek(rel, line)
+            if not any(b.encode() in text for b in binders):
+                continue
+            src = self.index.source(rel)
+            if src is None:
+                continue
+            for m in re.finditer(r"\b(" + "|".join(binders) + r")\s*\(", src.line_text(line)):
+                macro = m.group(1)
+                wi, fi = binders[macro]
+                args = _split(src.line_text(line)[m.end():])
+                if args is None or fi >= len(args):
+                    continue
+                fn = args[fi].strip().lstrip("&").strip()
+                if not re.fullmatch(r"[A-Za-z_]\w*", fn):
+                    continue
+                target = args[wi].strip()
+                if not _names_key(target, work, macro.startswith("DECLARE")):
+                    continue
+                out.append((Step(rel, line, src.line_text(line).strip(), f"{macro}() binds {target} to {fn}()"),
+                            fn, rel))
+        return out
+
+    # -- what the work function reaches ------------------------------------------------------
+    def _reach(self, site, key, queued, bound, fn, near) -> list:
+        start = self.function(fn, near)
+        if start is None:
+            return []
+        out = []
+        for calls, flush, spec, target, call, scope in self._flushes(start, fn, MAX_DEPTH, frozenset()):
+            out.append(self._flow(site, key, queued, bound, fn, calls, flush, spec, target, call, scope))
+        return out
+
+    def _flushes(self, scope: Scope, name: str, depth: int, stack: frozenset) -> list:
+        """(call Steps, flush Step, FlushCall, Target, call node, Scope) of the flushes name
+        makes itself or through the functions of its subsystem it calls, up to depth calls
+        deep (worked out once per function, with the depth left at its first visit)."""
+        ident = (scope.src.rel, name)
+        memo = self._fn_memo.get(ident)
+        if memo is not None:
+            return [r for r in memo if len(r[0]) < depth]
+        misses = self.index.misses
+        out = []
+        for call, callee, via in self._calls_in(scope):
+            cline = scope.chunk.line_of(call)
+            spec = api.FLUSH_CALLS_BY_NAME.get(callee)
+            if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED
+                                 or callee not in self._reaching(scope.src.rel)):
+                continue
+            step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
+            if spec is not None:
+                target = self.target(spec, call, scope)
+                if target is not None:
+                    out.append(((), step, spec, target, call, scope))
+                continue
+            inner = self.function(callee, scope.src.rel)
+            if inner is None or (inner.src.rel, callee) in stack or (inner.src.rel, callee) == ident:
+                continue
+            for calls, flush, fspec, target, fcall, fscope in self._flushes(inner, callee, depth - 1,
+                                                                             stack | {ident}):
+                out.append(((step,) + calls, flush, fspec, target, fcall, fscope))
+            if len(out) >= MAX_FLUSHES:
+                break
+        if self.index.misses == misses:
+            self._fn_memo[ident] = out
+        return out
+
+    def function(self, name: str, near: str) -> Optional[Scope]:
+        """The definition of function name: in near's file, else in its subsystem's files
+        (_files_near()), nearest first; None when it is defined elsewhere or nowhere."""
+        own = self._defs(near)[0].get(name)
+        at = (near, own) if own is not None else self._near_defs(near)[0].get(name)
+        if at is None:
+            return None
+        key = (at, name)
+        if key in self._scopes:
+            return self._scopes[key]
+        found = None
+        src = self.index.source(at[0])
+        chunk = src.chunk_at(at[1])
+        for node in chunk.root.children:
+            if node.type == "function_definition":
+                fdecl = function_declarator(node)
+                if fdecl is not None and declarator_name(fdecl.child_by_field_name("declarator")) == name:
+                    found = scope_of(chunk, node.child_by_field_name("body"))
+                    break
+        self._scopes[key] = found
+        return found
+
+    def _near_defs(self, rel: str) -> tuple:
+        """_defs() of the files of rel's directory and of its parent (when that is more than two
+        levels deep) merged, those of its own directory first:
+        ({function: (rel, line)}, {member: [(function, rel, line)]})."""
+        here = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        got = self._dir_defs.get(here)
+        if got is None:
+            defs: dict = {}
+            inits: dict = {}
+            for other in self._files_near(rel):
+                fdefs, finits = self._defs(other)[:2]
+                for name, line in fdefs.items():
+                    defs.setdefault(name, (other, line))
+                for member, fns in finits.items():
+                    inits.setdefault(member, []).extend((fn, other, line) for fn, line in fns)
+            got = self._dir_defs[here] = (defs, inits)
+        return got
+
+    def _files_near(self, rel: str) -> list:
+        """The .c and .h files of rel's directory and of its parent (when that is more than two
+        levels deep), those of its own directory first."""
+        here = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        got = self._dir_files.get(here)
+        if got is None:
+            parts = here.split("/") if here else []
+            files = list(self.index.dir_files(here, recursive=False))
+            if len(parts) > 2:
+                files += self.index.dir_files("/".join(parts[:-1]), recursive=False)
+            files = sorted((r for r in files if is_c_source(r)),
+                           key=lambda r: ((r.rsplit("/", 1)[0] if "/" in r else "") != here, r))
+            got = self._dir_files[here] = files[:MAX_NEAR_FILES]
+        return got
+
+    def _defs(self, rel: str) -> tuple:
+        """({function: line of its definition's header}, {member: [(function, line)]} of the
+        initialisers `.member = function,`, [(start, end, function)] of the bodies, {function:
+        (names it calls, members it calls through)}) of a file, by a look at its text."""
+        got = self._file_defs.get(rel)
+        if got is None:
+            src = self.index.source(rel)
+            defs: dict = {}
+            inits: dict = {}
+            spans: list = []
+            if src is not None:
+                text = src.data
+                for m in _DEF_RE.finditer(text):
+                    name = m.group(1).decode()
+                    defs.setdefault(name, src.line_at(m.start(1)))
+                    end = text.find(b"\n}", m.end())
+                    spans.append((m.end(), end if end >= 0 else len(text), name))
+
+                for m in _INIT_RE.finditer(text):
+                    fn = m.group(2).decode()
+                    if fn != "NULL":
+                        inits.setdefault(m.group(1).decode(), []).append((fn, src.line_at(m.start(1))))
+            got = self._file_defs[rel] = (defs, inits, spans, [sp[0] for sp in spans])
+        return got
+
+    def _reaching(self, near: str) -> set:
+        """The functions of near's subsystem that may reach a flush within MAX_DEPTH calls, by
+        a look at their text: those whose body calls a flush, then those whose body names one
+        of them, or calls through a member initialised to one. Only these are parsed and
+        followed."""
+        got = self._reach_sets.get(near)
+        if got is not None:
+            return got
+        here = near.rsplit("/", 1)[0] if "/" in near else ""
+        got = self._reach_sets.get(here)
+        if got is not None:
+            self._reach_sets[near] = got
+            return got
+        self._near_defs(near)
+        files = [(self.index.source(rel), self._defs(rel)) for rel in self._files_near(near)]
+        files = [(src, d) for src, d in files if src is not None and d[2]]
+        through: dict = {}  # a function -> the members initialised to it
+        for member, fns in self._dir_defs[here][1].items():
+            for fn, _rel, _line in fns:
+                through.setdefault(fn, set()).add(member)
+
+        def callers(pattern) -> set:
+            out = set()
+            for src, (_defs, _inits, spans, starts) in files:
+                for m in pattern.finditer(src.data):
+                    i = bisect.bisect_right(starts, m.start()) - 1
+                    if i >= 0 and m.start() < spans[i][1]:
+                        out.add(spans[i][2])
+            return out
+        reach: set = set()
+        frontier = callers(_FLUSH_RE)
+        for _level in range(MAX_DEPTH):
+            frontier -= reach
+            if not frontier:
+                break
+            reach |= frontier
+            words = sorted(frontier)
+            members = sorted({m for fn in frontier for m in through.get(fn, ())})
+            alts = [rb"\b" + re.escape(w.encode()) for w in words]
+            alts += [rb"(?:->|\.)\s*" + re.escape(m.encode()) + rb"\b" for m in members]
+            new = set()
+            for k in range(0, len(alts), 64):
+                new |= callers(re.compile(rb"(?:" + b"|".join(alts[k:k + 64]) + rb")\s*\)?\s*\("))
+            frontier = new
+        self._reach_sets[here] = self._reach_sets[near] = reach
+        return reach
+
+    def _calls_in(self, scope: Scope) -> list:
+        """(call node, callee name, how) of the calls in a function: by name, or through a
+        member initialised to a known function in the subsystem (`ops->fsync(...)`)."""
+        if scope.node is None:
+            return []
+        out = []
+        for call in _descendants(scope.node, "call_expression"):
+            fn = call.child_by_field_name("function")
+            if fn is None:
+                continue
+            if fn.type == "identifier":
+                out.append((call, parser.text(fn), ""))
+            elif fn.type == "field_expression":
+                member = parser.text(fn.child_by_field_name("field"))
+                for target, step in self.pointer_targets(member, scope.src.rel):
+                    out.append((call, target, f" through .{member} ({step.path}:{step.line})"))
+        return out
+
+    def pointer_targets(self, member: str, near: str) -> list:
+        """[(function, Step)] of the initialisers `.member = function` in near's subsystem;
+        none when there are more than MAX_POINTER_TARGETS (a member too generic to follow)."""
+        out: dict = {}
+        for fn, rel, line in self._near_defs(near)[1].get(member, ()):
+            if fn not in out:
+                out[fn] = (rel, line)
+                if len(out) > MAX_POINTER_TARGETS:
+                    return []
+        steps = []
+        for fn, (rel, line) in out.items():
+            src = self.index.source(rel)
+            steps.append((fn, Step(rel, line, src.line_text(line).strip(), f".{member} = {fn}")))
+        return steps
+
+    # -- what a flush waits for --------------------------------------------------------------
+    def target(self, spec, call, scope: Scope) -> Optional[Target]:
+        if spec.waits_for == "helper":
+            got = self.helpers.get(spec.name) or self.helpers.get("schedule_work")
+            return Target("queue", Key("var", got[0]), tuple(self._sites_of(Key("var", got[0]), scope.src.rel)),
+                          got[0]) if got else None
+        args = _args(call)
+        if spec.arg >= len(args):
+            return None
+        key = self.key_of(args[spec.arg], scope)
+        if key is None:
+            return None
+        if spec.waits_for == "queue":
+            sites = self._sites_of(key, scope.src.rel)
+            system = key.name if key.kind == "var" and key.name in api.SYSTEM_QUEUES else ""
+            if not sites and not system:
+                return None
+            return Target("queue", key, tuple(sites), system)
+        # A work item: the queues it is put on in the subsystem.
+        sites, queued, complete, system = [], [], True, ""
+        for rel, line in self._lines(key, scope.src.rel):
+            text = self.index.peek(rel, line)
+            if b"queue" not in text and b"schedule" not in text:
+                continue
+            for qcall, qspec, chunk in self._calls_around(rel, line, {**_QUEUEING, **_SCHEDULING}):
+                qargs = _args(qcall)
+                wi = qspec.queue_arg + 1 if isinstance(qspec, api.QueueCall) else qspec
+                if wi >= len(qargs):
+                    continue
+                qscope = scope_of(chunk, qcall)
+                wkey = self.key_of(qargs[wi], qscope)
+                if wkey is None or not wkey.matches(key):
+                    continue
+                qline = chunk.line_of(qcall)
+                name = parser.text(qcall.child_by_field_name("function"))
+                queued.append(Step(chunk.source.rel, qline, chunk.source.line_text(qline).strip(),
+                                   f"{name}() puts {_short(parser.text(qargs[wi]), 40)} on "
+                                   + (_short(parser.text(qargs[qspec.queue_arg]), 40)
+                                      if isinstance(qspec, api.QueueCall) else self._helper_queue(name))))
+                if not isinstance(qspec, api.QueueCall):
+                    queue = self._helper_queue(name)
+                    if not queue:
+                        complete = False
+                    elif system and system != queue:
+                        complete = False
+                    else:
+                        system = queue
+                    continue
+                qkey = self.key_of(qargs[qspec.queue_arg], qscope)
+                found = self._sites_of(qkey, chunk.source.rel) if qkey is not None else []
+                if not found and qkey is not None and qkey.kind == "var" and qkey.name in api.SYSTEM_QUEUES:
+                    if system and system != qkey.name:
+                        complete = False
+                    system = qkey.name
+                elif not found:
+                    complete = False
+                sites.extend(s for s in found if s not in sites)
+        if not queued:
+            return None
+        funcs = sorted({fn for _step, fn, _rel in self.bindings(key, scope.src.rel)})
+        return Target("work", key, tuple(sites), system, tuple(queued), complete,
+                      funcs[0] if len(funcs) == 1 else "")
+
+    def _helper_queue(self, helper: str) -> str:
+        got = self.helpers.get(helper)
+        return got[0] if got else ""
+
+    def _sites_of(self, key: Key, near: str) -> list:
+        """The allocation sites stored in key: variables anywhere, members in near's subsystem."""
+        if self._by_name is None:
+            self._by_name = {}
+            for site in self.sites:
+                got = self.queue_key(site)
+                if got is not None:
+                    self._by_name.setdefault(got.name, []).append((site, got))
+        near_set = None
+        out = []
+        for site, got in self._by_name.get(key.name, ()):
+            if not got.matches(key):
+                continue
+            if key.kind == "member":
+                if near_set is None:
+                    near_set = self._related.get(near)
+                    if near_set is None:
+                        self._near_defs(near)
+                        here = near.rsplit("/", 1)[0] if "/" in near else ""
+                        near_set = self._related[near] = set(self._dir_files[here]) | {near}
+                if site.path not in near_set:
+                    continue
+            if site not in out:
+                out.append(site)
+        return out
+
+    def _flow(self, site, key, queued, bound, fn, calls, flush, spec, target, call, scope) -> Flow:
+        src = scope.src
+        name = call.child_by_field_name("function")
+        return Flow(site=site, queue=key, queued=queued, bound=bound, function=fn, calls=calls, flush=flush,
+                    call=spec.name, target=target, path=src.rel, line=flush.line,
+                    col=scope.chunk.col_of(name), end_col=scope.chunk.end_col_of(name),
+                    suppressed=self.engine._suppressed(src, flush.line))
+
+
+_SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
+# Calls never followed: the API's own (queueing, cancelling, binding) and the kernel's
+# primitives every function makes, whose bodies never flush a queue.
+_NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_BINDERS) | set(api.SCHEDULE_HELPERS)
+                          | {"container_of", "to_delayed_work", "to_rcu_work", "list_for_each_entry"})
+
+
+def _declared_tag(obj, scope: Scope) -> str:
+    """The struct tag of an object as its own declaration says (a local, a parameter, a
+    cast, container_of()); '' when it takes a lookup elsewhere."""
+    while obj is not None and obj.type in ("parenthesized_expression", "pointer_expression"):
+        obj = obj.child_by_field_name("argument") if obj.type == "pointer_expression" else \
+            next((c for c in obj.named_children if c.type != "comment"), None)
+    if obj is None:
+        return ""
+    if obj.type == "identifier" and scope.kind == "function":
+        name = parser.text(obj)
+        decl = scope.local_decls().get(name)
+        text = decl[1] if decl else scope.param_types().get(name, "")
+        return struct_type_name(text) or "" if text else ""
+    if obj.type == "cast_expression":
+        return struct_type_name(parser.text(obj.child_by_field_name("type"))) or ""
+    if obj.type == "call_expression" and parser.text(obj.child_by_field_name("function")) == "container_of":
+        args = _split(parser.text(obj.child_by_field_name("arguments"))[1:] )
+        return (struct_type_name(args[1]) or "") if args and len(args) == 3 else ""
+    return ""
+
+
+def _descendants(node, kind: str) -> list:
+    out, stack = [], [node]
+    while stack:
+        cur = stack.pop()
+        if cur.type == kind:
+            out.append(cur)
+        stack.extend(reversed(cur.named_children))
+    return out
+
+
+def _args(call) -> list:
+    lst = call.child_by_field_name("arguments")
+    return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
+
+
+def _split(text: str) -> Optional[list]:
+    """The arguments of a call whose text starts after its '(' (on one line), or None."""
+    depth = 0
+    cur: list = []
+    out: list = []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                out.append("".join(cur))
+                return out
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    return None
+
+
+def _names_key(text: str, key: Key, declares: bool) -> bool:
+    """Does an argument's text name key (its last member, or a variable)?"""
+    text = text.strip().lstrip("&").strip()
+    if declares or key.kind == "var":
+        return key.kind == "var" and text.strip("() ") == key.name
+    m = re.search(r"(?:->|\.)\s*(\w+)\s*(?:\.\s*work\s*)?\)?$", text)
+    return m is not None and m.group(1) == key.name

@@ -1,0 +1,61 @@
+"""Work items between calls (scan.work): reclaim-flush-dependency's chains, from the queue's
+allocation to the flush and the flushed queue's allocation."""
+from __future__ import annotations
+
+from conftest import FIXTURES
+from helpers import scan_json
+
+RECLAIM = FIXTURES / "rules" / "reclaim.c"
+
+
+def _reclaim(doc) -> dict:
+    return {f["line"]: f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"}
+
+
+def test_chain_goes_from_the_reclaim_queue_through_the_calls_to_the_flushed_queue():
+    doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
+    f = _reclaim(doc)[37]
+    assert (f["severity"], f["column"]) == ("warning", 2)
+    assert [(s["line"], s["note"]) for s in f["chain"]] == [
+        (108, "alloc_workqueue() allocates rc (flags 'WQ_MEM_RECLAIM | WQ_UNBOUND') with WQ_MEM_RECLAIM, "
+              "without __WQ_LEGACY"),
+        (119, "queue_work() puts &rc->reset on rc->wq"),
+        (112, "INIT_WORK() binds &rc->reset to rc_reset_fn()"),
+        (49, "rc_reset_fn() calls rc_stop()"),
+        (42, "rc_stop() calls rc_quiesce()"),
+        (37, "rc_quiesce() calls flush_workqueue()"),
+        (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM"),
+    ]
+    assert ('the kernel warns "workqueue: WQ_MEM_RECLAIM rc:rc_reset_fn is flushing !WQ_MEM_RECLAIM '
+            'rc-aux:0x0"') in f["message"]
+
+
+def test_a_call_through_an_initialised_member_and_a_flushed_work_item():
+    doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
+    f = _reclaim(doc)[56]
+    assert [(s["line"], s["note"]) for s in f["chain"]][3:] == [
+        (68, "rc_sync_fn() calls rc_do_sync() through .sync (reclaim.c:61)"),
+        (56, "rc_do_sync() calls flush_work()"),
+        (123, "queue_work() puts &rc->aux_work on rc->aux"),
+        (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM"),
+    ]
+    assert "!WQ_MEM_RECLAIM rc-aux:rc_aux_fn" in f["message"]
+
+
+def test_work_scheduled_on_a_system_queue_and_a_draining_destroy():
+    doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
+    got = _reclaim(doc)
+    assert sorted(got) == [37, 56, 77, 81]
+    assert "flush_work(struct rc_dev.event) waits for system_percpu_wq" in got[77]["message"]
+    assert [(s["line"], s["note"]) for s in got[77]["chain"]][-1] == (
+        127, "schedule_work() puts &rc->event on system_percpu_wq")
+    assert "destroy_workqueue(struct rc_dev.aux) waits for rc-aux" in got[81]["message"]
+
+
+def test_without_the_rescuer_flag_in_the_tree_nothing_is_followed(tmp_path):
+    """The legacy constructor exempts the flusher; a queue whose flags are unknown is never
+    judged."""
+    src = tmp_path / "drv.c"
+    src.write_text(RECLAIM.read_text().replace("WQ_MEM_RECLAIM | WQ_UNBOUND", "rc_flags"))
+    doc, _ = scan_json(src, "--kernel-version", "7.3")
+    assert _reclaim(doc) == {}
