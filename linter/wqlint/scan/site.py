@@ -97,7 +97,7 @@ class FlagBits:
     legacy: int
     bh_allows: int = 0  # __WQ_BH_ALLOWS: the flags a WQ_BH queue may have
     # Every flag of api.FLAG_BITS by name: (name, value) pairs, 0 where the tree lacks it.
-    named: tuple = ()
+    named: tuple[tuple[str, int], ...] = ()
 
     def bit(self, name: str) -> int:
         """The value of the WQ_* flag name in the tree (0 when it does not define it)."""

@@ -70,6 +70,7 @@ from wqlint.code_id import code_id
 from wqlint.finding import InputError, Step
 from wqlint.scan import codec
 from wqlint.scan.site import FlagBits, QueueUse, Site
+from wqlint.scan.work import Flow
 from wqlint.scan.source import MAX_FILE_BYTES
 
 FORMAT = 6
@@ -87,6 +88,7 @@ class Analysis:
 
     sites: list[Site]
     uses: list[QueueUse]
+    flows: list[Flow]
     bits: FlagBits
     bad: dict[str, str]
     errors: list[InputError]

@@ -64,9 +64,9 @@ class Target:
 
     what: str  # "queue" | "work"
     key: Optional[Key]
-    sites: tuple = ()  # allocation Sites of the queue(s) waited for
+    sites: tuple[Site, ...] = ()  # allocation Sites of the queue(s) waited for
     system: str = ""  # a system queue's name (api.SYSTEM_QUEUES) when no site is known
-    queued: tuple = ()  # Steps putting the flushed work item on those queues
+    queued: tuple[Step, ...] = ()  # Steps putting the flushed work item on those queues
     complete: bool = True  # every queue the work item goes to is known
     func: str = ""  # the function the flushed work item is bound to, when one is known
 
@@ -81,7 +81,7 @@ class Flow:
     queued: Step  # the call putting the work item on it
     bound: Step  # the binding of the work item to its function
     function: str  # the work function
-    calls: tuple  # Steps of the calls from the work function to the function that flushes
+    calls: tuple[Step, ...]  # the calls from the work function to the function that flushes
     flush: Step  # the flush
     call: str  # the flushing function (api.FLUSH_CALLS)
     target: Target
@@ -89,16 +89,9 @@ class Flow:
     line: int = 0
     col: int = 0
     end_col: int = 0
-    suppressed: frozenset = frozenset()
-    only: Optional[frozenset] = None
-    skip: frozenset = frozenset()
-
-
-@dataclass
-class _Fn:
-    name: str
-    scope: Scope
-    steps: tuple  # the calls leading here
+    suppressed: frozenset[str] = frozenset()
+    only: Optional[frozenset[str]] = None
+    skip: frozenset[str] = frozenset()
 
 
 class WorkModel:
