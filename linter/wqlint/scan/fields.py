@@ -4,7 +4,8 @@ subsystem (through initialisers too)."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, cast
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
@@ -22,7 +23,7 @@ class Fields:
     """Struct fields, for one Resolver; caches the assignments found per field and type."""
 
     def __init__(self, r: Resolver):
-        self.r = r
+        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
         self._field_cache: dict = {}
 
     def field(self, node, scope: Scope, depth, seen, expand_params) -> Value:

@@ -4,7 +4,8 @@ sites, and a parameter resolved to the arguments of every caller in the subsyste
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+import weakref
+from typing import TYPE_CHECKING, cast, Optional
 
 from wqlint.scan import parser
 from wqlint import api
@@ -34,7 +35,7 @@ class Functions:
     """Calls, definitions and callers of functions, for one Resolver."""
 
     def __init__(self, r: Resolver):
-        self.r = r
+        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
 
     def call(self, node, scope, depth, seen, expand_params) -> Value:
         fn = node.child_by_field_name("function")

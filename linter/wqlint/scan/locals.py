@@ -4,7 +4,8 @@ filled by a call are not the value of their assignments."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, cast
 
 from wqlint.scan import parser
 from wqlint.scan.ctext import short
@@ -19,7 +20,7 @@ class Locals:
     """The local variables of functions, for one Resolver."""
 
     def __init__(self, r: Resolver):
-        self.r = r
+        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
 
     def local(self, name, use, scope: Scope, depth, seen, expand_params) -> Value:
         fn = scope.node

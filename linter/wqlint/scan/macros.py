@@ -4,7 +4,8 @@ expression resolved with its arguments bound."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+import weakref
+from typing import TYPE_CHECKING, cast, Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
@@ -22,7 +23,7 @@ class Macros:
     """The macros of the tree, for one Resolver; caches the parsed bodies."""
 
     def __init__(self, r: Resolver):
-        self.r = r
+        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
         self._macro_chunks: dict = {}
 
     def definitions(self, name: str, near: SourceFile) -> list:

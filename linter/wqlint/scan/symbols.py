@@ -4,7 +4,8 @@ global, and module parameters (a default that can change at load time)."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+import weakref
+from typing import TYPE_CHECKING, cast, Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
@@ -21,7 +22,7 @@ class Symbols:
     """Names defined outside functions, for one Resolver; caches the values found."""
 
     def __init__(self, r: Resolver):
-        self.r = r
+        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
         self._symbol_cache: dict = {}
 
     def symbol(self, name: str, scope: Scope, depth, seen) -> Value:
