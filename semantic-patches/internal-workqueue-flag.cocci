@@ -1,374 +1,110 @@
 // SPDX-License-Identifier: GPL-2.0-only
 ///
-/// Find internal __WQ_* flags passed by callers of alloc_workqueue()
+/// Do not pass the workqueue code's internal __WQ_* flags
 ///
-/// include/linux/workqueue.h marks the __WQ_* flags internal: __WQ_LEGACY
-/// makes a queue look like a create_*workqueue() one to the flush dependency
-/// check, __WQ_ORDERED without WQ_UNBOUND and max_active 1 is not an ordered
-/// queue, __WQ_DESTROYING and __WQ_DRAINING are the queue's own state.  Only
-/// the API's own macros and kernel/workqueue.c set them.
+/// __WQ_ORDERED, __WQ_LEGACY and the other __WQ_* flags belong to the
+/// workqueue API's own macros and kernel/workqueue.c.  A caller that writes
+/// one gets what the flag did when it wrote it, not what the API means
+/// today: use alloc_ordered_workqueue() for an ordered workqueue and drop
+/// __WQ_LEGACY.
 ///
-//# The flags a caller writes: at the call (also of alloc_ordered_workqueue()
-//# and its devm_/drmm_ forms, not what those macros add) and in the values
-//# given to a local of the calling function before the call.  A file that
-//# defines an allocation function itself (the API's own code) is left alone,
-//# as are #define bodies (the API's macros).  Flags from parameters, fields or
-//# macros, wrappers and functions Coccinelle cannot parse are left to
-//# `wqlint scan`.  No patch mode: what the caller meant decides the fix.
+//# The flags are followed through locals of the calling function.  Files
+//# that define the allocation functions themselves are skipped.
 //
 // Confidence: High
 // Copyright: (C) 2026 The wqlint authors.
-// URL: https://coccinelle.gitlabpages.inria.fr/website
 // Options: --no-includes --include-headers
 // Requires: 1.1.1
-// Keywords: alloc_workqueue, __WQ_LEGACY, __WQ_ORDERED
+// Keywords: alloc_workqueue, __WQ_ORDERED, __WQ_LEGACY
 //
 
 virtual context
 virtual org
 virtual report
 
-@initialize:python@
-@@
-# -- shared helpers: keep this block identical in every wqlint .cocci file --
-import os
-import re
-
-CPU_RE = re.compile(r"\b(?:num_(?:online|possible|present|active)_cpus|nr_cpu_ids|NR_CPUS|cpumask_weight)\b")
-ID_RE = re.compile(r"(?<![\w.>$])([A-Za-z_]\w*)\b(?!\s*\()")
-FIELD_RE = re.compile(r"(?:->|\.)\s*([A-Za-z_]\w*)")
-PLAIN_RE = re.compile(r"[\w\s|()<]*")
-CALL_RE = re.compile(r"[A-Za-z_]\w*\s*\(")
-WQ_FLAGS = frozenset((
-    "WQ_BH", "WQ_UNBOUND", "WQ_FREEZABLE", "WQ_MEM_RECLAIM", "WQ_HIGHPRI",
-    "WQ_CPU_INTENSIVE", "WQ_SYSFS", "WQ_POWER_EFFICIENT", "WQ_PERCPU",
-    "__WQ_DESTROYING", "__WQ_DRAINING", "__WQ_ORDERED", "__WQ_LEGACY",
-    "__WQ_DEPRECATED"))
-
-assigns = {}   # (file, function, local) -> [(line, right-hand side)]
-declared = set()  # (file, function, local) declared in the body of the function
-fields = {}    # (file, field) -> [(function, line, right-hand side)]
-calls = {}     # (file, line, column) -> the arguments of that allocation
-hits = set()   # (file, line, column) of the calls to report
-_trees = {}
-_versions = {}
-
-def _pos(p):
-    return (p[0].file, int(p[0].line), int(p[0].column))
-
-def in_function(p):
-    """Not in the body of a #define: wqlint scan reports macros at their uses."""
-    return p[0].current_element != "something_else"
-
-def add_call(p, *args):
-    if in_function(p):
-        calls[_pos(p)] = (p,) + tuple(str(a) for a in args)
-
-def decide(p):
-    """Judge the allocation at p once every fact of its file is known."""
-    key = _pos(p)
-    if key in calls:
-        args = calls.pop(key)
-        judge(args[0], *args[1:])
-    return key in hits
-
-def _text(e):
-    """C text as a script rule prints it: a constraint gets it with a space
-    between tokens ('s -> f ( )'), kept only between two words."""
-    return re.sub(r"\s+(?=[^\w\s])|(?<=[^\w\s])\s+", "", str(e))
-
-# The add_* facts are recorded by the constraints of rules that never match
-# (each returns False): no binding environment, no script rule per match.
-
-def add_assign(p, x, e):
-    assigns.setdefault((p[0].file, p[0].current_element, _text(x)), []).append((int(p[0].line), _text(e)))
-    return False
-
-def add_decl(p, x):
-    declared.add((p[0].file, p[0].current_element, _text(x)))
-    return False
-
-def add_field(p, fld, e):
-    fields.setdefault((p[0].file, _text(fld)), []).append((p[0].current_element, int(p[0].line), _text(e)))
-    return False
-
-def _values(file, fn, x, line):
-    return [(l, e) for (l, e) in assigns.get((file, fn, x), ()) if l <= line]
-
-def cpu_derived(file, fn, e, line, seen=()):
-    """e is a CPU count or computed from one: directly, through locals of fn
-    assigned before line, or through struct fields assigned in this file."""
-    if CPU_RE.search(e):
-        return True
-    for fld in FIELD_RE.findall(e):
-        if "." + fld not in seen:
-            for (ffn, fline, rhs) in fields.get((file, fld), ()):
-                if cpu_derived(file, ffn, rhs, fline, seen + ("." + fld,)):
-                    return True
-    for x in ID_RE.findall(e):
-        if x not in seen:
-            for (l, rhs) in _values(file, fn, x, line):
-                if cpu_derived(file, fn, rhs, l, seen + (x,)):
-                    return True
-    return False
-
-def may_have(flag, file, fn, e, line, seen=()):
-    """flag is written in e or in a value given before line to a local in e."""
-    if re.search(r"\b%s\b" % flag, e):
-        return True
-    for x in ID_RE.findall(e):
-        if x not in seen:
-            for (l, rhs) in _values(file, fn, x, line):
-                if may_have(flag, file, fn, rhs, l, seen + (x,)):
-                    return True
-    return False
-
-def must_have(flag, file, fn, e, line, seen=()):
-    """flag is in every value e can have here: e is an OR of terms (no call, no
-    conditional, no mask) naming flag itself, or a local of fn whose every value
-    given before line must have it (a |= of other flags is such a value: the
-    rule then stays silent)."""
-    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
-        return False
-    if re.search(r"\b%s\b" % flag, e):
-        return True
-    for x in ID_RE.findall(e):
-        values = _values(file, fn, x, line)
-        if (x not in seen and (file, fn, x) in declared and values
-                and all(must_have(flag, file, fn, rhs, l, seen + (x,)) for (l, rhs) in values)):
-            return True
-    return False
-
-def flag_names(file, fn, e, line, seen=()):
-    """Every WQ_* flag e can hold, or None when e is not fully known here:
-    only WQ_* constants, numbers, '|' and locals declared in fn whose every
-    value given before line is itself fully known."""
-    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
-        return None
-    names = set()
-    for x in re.findall(r"[A-Za-z_]\w*", e):
-        if x in WQ_FLAGS:
-            names.add(x)
-            continue
-        values = _values(file, fn, x, line)
-        if x in seen or (file, fn, x) not in declared or not values:
-            return None
-        for (l, rhs) in values:
-            sub = flag_names(file, fn, rhs, l, seen + (x,))
-            if sub is None:
-                return None
-            names |= sub
-    return names
-
-def literal(n):
-    """n is a string literal that can serve as a format string as it is."""
-    return re.fullmatch(r'"[^"%\\]*"', n) is not None
-
-def _tree(file):
-    """The top of the tree holding file (the directory whose
-    include/linux/workqueue.h is found first, from the file upwards, then from
-    the current directory: make coccicheck runs at the top), or None."""
-    for d in (os.path.dirname(os.path.abspath(file)), os.getcwd()):
-        while True:
-            h = os.path.join(d, "include", "linux", "workqueue.h")
-            if h not in _trees:
-                _trees[h] = None
-                if os.path.isfile(h):
-                    with open(h, encoding="utf-8", errors="replace") as fh:
-                        _trees[h] = fh.read()
-            if _trees[h] is not None:
-                return d
-            if os.path.dirname(d) == d:
-                break
-            d = os.path.dirname(d)
-    return None
-
-def tree_defines(symbol, file):
-    """symbol is in include/linux/workqueue.h of the tree holding file; True if
-    no tree is found."""
-    top = _tree(file)
-    if top is None:
-        return True
-    h = os.path.join(top, "include", "linux", "workqueue.h")
-    return re.search(r"\b%s\b" % symbol, _trees[h]) is not None
-
-def tree_version(file):
-    """(VERSION, PATCHLEVEL) of the top Makefile of the tree holding file, or
-    None (no tree, or no version in it)."""
-    top = _tree(file)
-    if top is None:
-        return None
-    if top not in _versions:
-        _versions[top] = None
-        try:
-            with open(os.path.join(top, "Makefile"), encoding="utf-8", errors="replace") as fh:
-                head = fh.read(4096)
-            v = re.search(r"(?m)^VERSION\s*=\s*(\d+)\s*$", head)
-            pl = re.search(r"(?m)^PATCHLEVEL\s*=\s*(\d+)\s*$", head)
-            if v and pl:
-                _versions[top] = (int(v.group(1)), int(pl.group(1)))
-        except OSError:
-            pass
-    return _versions[top]
-
-def inputs_lack(symbol):
-    """This run's one input is a directory (make coccicheck: --dir D) in a tree
-    whose include/linux/workqueue.h does not name symbol, so no file of it can
-    have a finding (tree_defines() would say no for each): the rule then stops
-    before spatch reads any file. False when that is not certain: other inputs,
-    no /proc, D in no tree."""
-    try:
-        with open("/proc/self/cmdline", "rb") as fh:
-            argv = fh.read().decode("utf-8", "replace").split("\0")
-    except OSError:
-        return False
-    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--dir"]
-    if len(dirs) != 1 or "--file-groups" in argv or not os.path.isdir(dirs[0]):
-        return False
-    probe = os.path.join(dirs[0], "-")  # _tree() starts from the directory of a file
-    return _tree(probe) is not None and not tree_defines(symbol, probe)
-# -- end of shared helpers --
-
-MSG = "internal __WQ_* flag written by the caller: only the workqueue API's own macros and kernel/workqueue.c set these"
-
-INTERNAL = sorted(f for f in WQ_FLAGS if f.startswith("__"))
-
-def judge(p, f):
-    file, fn, line = p[0].file, p[0].current_element, int(p[0].line)
-    if any(may_have(flag, file, fn, f, line) for flag in INTERNAL):
-        hits.add(_pos(p))
-
-// Only a file naming an internal flag can have a finding, so the allocation
-// rule depends on this one: spatch's prefilter then parses only the files
-// naming both.
-
-@internal@
-@@
-
-(
- __WQ_DESTROYING
-|
- __WQ_DRAINING
-|
- __WQ_ORDERED
-|
- __WQ_LEGACY
-|
- __WQ_DEPRECATED
-)
-
-// The API's own code: a file that defines an allocation function.
-
+// The workqueue API's own code: the file that defines the allocation
+// functions, and the header of their macros.
 @api@
-identifier fn = {alloc_workqueue, alloc_workqueue_noprof, alloc_workqueue_lockdep_map,
-                 __alloc_workqueue, devm_alloc_workqueue, devm_alloc_workqueue_noprof};
+identifier fn =~ "^(__)?alloc_workqueue(_noprof)?$";
 @@
 
  fn(...) { ... }
 
-// Every allocation; judged in rule r, once the facts of its file are known.
-
-@alloc depends on internal && !api@
-expression fmt, f, m, dev;
-position p;
-@@
-
-(
- alloc_workqueue@p(fmt, f, m, ...)
-|
- alloc_workqueue_lockdep_map@p(fmt, f, m, ...)
-|
- devm_alloc_workqueue@p(dev, fmt, f, m, ...)
-|
- alloc_ordered_workqueue@p(fmt, f, ...)
-|
- alloc_ordered_workqueue_lockdep_map@p(fmt, f, ...)
-|
- devm_alloc_ordered_workqueue@p(dev, fmt, f, ...)
-|
- drmm_alloc_ordered_workqueue@p(dev, fmt, f, ...)
-)
-
-@script:python@
-f << alloc.f;
-p << alloc.p;
-@@
-add_call(p, f)
-
-// Facts about a file with allocations: values given to locals, recorded by
-// the constraints of rules that never match.
-
-@assign depends on alloc@
-local idexpression x;
-expression e;
-position p : script:python(x, e) { add_assign(p, x, e) };
-@@
-
- x@p = e
-
-@orassign depends on alloc@
-local idexpression x;
-expression e;
-position p : script:python(x, e) { add_assign(p, x, e) };
-@@
-
- x@p |= e
-
-@dinit depends on alloc@
+@api_h@
 identifier x;
-type T;
 expression e;
-position p : script:python(x, e) { add_decl(p, x) or add_assign(p, x, e) };
 @@
 
- T x@p = e;
+#define create_workqueue(x) e
 
-@r depends on alloc@
-position p : script:python() { decide(p) };
+// The calls.
+@a depends on !api && !api_h@
+expression fmt, dev, f, m;
+position p, pf;
 @@
 
 (
- alloc_workqueue@p(...)
+ alloc_workqueue@p(fmt, f@pf, m, ...)
 |
- alloc_workqueue_lockdep_map@p(...)
+ alloc_workqueue_lockdep_map@p(fmt, f@pf, m, ...)
 |
- devm_alloc_workqueue@p(...)
+ devm_alloc_workqueue@p(dev, fmt, f@pf, m, ...)
 |
- alloc_ordered_workqueue@p(...)
+ alloc_ordered_workqueue@p(fmt, f@pf, ...)
 |
- alloc_ordered_workqueue_lockdep_map@p(...)
+ alloc_ordered_workqueue_lockdep_map@p(fmt, f@pf, ...)
 |
- devm_alloc_ordered_workqueue@p(...)
+ devm_alloc_ordered_workqueue@p(dev, fmt, f@pf, ...)
 |
- drmm_alloc_ordered_workqueue@p(...)
+ drmm_alloc_ordered_workqueue@p(dev, fmt, f@pf, ...)
 )
+
+// One value of the flags holds an internal flag.
+@internal exists@
+position a.pf, q;
+expression F, E;
+local idexpression x;
+identifier y;
+type T;
+@@
+
+(
+ T y = <+... \(__WQ_DESTROYING\|__WQ_DRAINING\|__WQ_ORDERED\|__WQ_LEGACY\|
+	__WQ_DEPRECATED\) ...+>;
+ ... when != y = E
+ \(F@pf@q \& <+... y ...+>\)
+|
+ x = <+... \(__WQ_DESTROYING\|__WQ_DRAINING\|__WQ_ORDERED\|__WQ_LEGACY\|
+	__WQ_DEPRECATED\) ...+>;
+ ... when != x = E
+ \(F@pf@q \& <+... x ...+>\)
+|
+ \(F@pf@q \& <+... \(__WQ_DESTROYING\|__WQ_DRAINING\|__WQ_ORDERED\|
+	__WQ_LEGACY\|__WQ_DEPRECATED\) ...+>\)
+)
+
+@r@
+identifier fn;
+expression F;
+position a.p, internal.q, pr;
+@@
+
+ fn@p@pr(..., F@q, ...)
 
 @depends on context@
-position r.p;
+identifier fn;
+position r.pr;
 @@
-
-(
-* alloc_workqueue@p(...)
-|
-* alloc_workqueue_lockdep_map@p(...)
-|
-* devm_alloc_workqueue@p(...)
-|
-* alloc_ordered_workqueue@p(...)
-|
-* alloc_ordered_workqueue_lockdep_map@p(...)
-|
-* devm_alloc_ordered_workqueue@p(...)
-|
-* drmm_alloc_ordered_workqueue@p(...)
-)
+* fn@pr(...)
 
 @script:python depends on org@
-p << r.p;
+p << r.pr;
 @@
-coccilib.org.print_todo(p[0], MSG)
+coccilib.org.print_todo(p[0],
+	"internal __WQ_* flag written by the caller: only the workqueue API's own macros and kernel/workqueue.c set these")
 
 @script:python depends on report@
-p << r.p;
+p << r.pr;
 @@
-coccilib.report.print_report(p[0], MSG)
+coccilib.report.print_report(p[0],
+	"internal __WQ_* flag written by the caller: only the workqueue API's own macros and kernel/workqueue.c set these")

@@ -1,30 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
 ///
-/// Replace create_*workqueue() by alloc_workqueue()/alloc_ordered_workqueue()
+/// Replace the deprecated create_*workqueue() with their alloc_*workqueue()
 ///
-/// create_workqueue(), create_singlethread_workqueue() and
-/// create_freezable_workqueue() are deprecated: they hide the flags and
-/// max_active of the queue (every one gets WQ_MEM_RECLAIM, a rescuer thread,
-/// and max_active 1).  Call alloc_workqueue() or alloc_ordered_workqueue()
-/// with explicit flags, then review whether WQ_MEM_RECLAIM is really needed.
+/// create_workqueue(), create_freezable_workqueue() and
+/// create_singlethread_workqueue() are deprecated wrappers that also set the
+/// internal __WQ_LEGACY flag.  The patch mode writes out what each expands
+/// to, without __WQ_LEGACY, as upstream conversions do; the flags then say
+/// what the workqueue needs and can be trimmed by the maintainer.
 ///
-//# The patch mode converts create_workqueue(n) to
-//# alloc_workqueue("%s", WQ_PERCPU | WQ_MEM_RECLAIM, 1, n) (without WQ_PERCPU
-//# in trees whose include/linux/workqueue.h does not define it) and
-//# create_singlethread_workqueue(n) to
-//# alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, n); a string literal name
-//# without '%' becomes the format itself.  The internal __WQ_LEGACY flag is
-//# dropped, as every upstream conversion does.  create_freezable_workqueue()
-//# is only reported: it gives an unbound queue with max_active 1 that is not
-//# ordered since v6.9, so the right replacement depends on whether ordering
-//# is needed; unbound-max-active-one.cocci proposes the ordered one.
+//# The patch mode adds WQ_PERCPU, which only trees from v6.17 on (and
+//# stable trees that took it) define.  create_freezable_workqueue() becomes
+//# an unbound workqueue with max_active 1, which is not ordered since v6.9:
+//# use alloc_ordered_workqueue() where ordering is needed.
 //
 // Confidence: High
 // Copyright: (C) 2026 The wqlint authors.
-// URL: https://coccinelle.gitlabpages.inria.fr/website
 // Options: --no-includes --include-headers
 // Requires: 1.1.1
-// Keywords: create_workqueue, create_singlethread_workqueue, alloc_workqueue
+// Keywords: create_workqueue, create_singlethread_workqueue
 //
 
 virtual patch
@@ -32,267 +25,48 @@ virtual context
 virtual org
 virtual report
 
-@initialize:python@
-@@
-# -- shared helpers: keep this block identical in every wqlint .cocci file --
-import os
-import re
-
-CPU_RE = re.compile(r"\b(?:num_(?:online|possible|present|active)_cpus|nr_cpu_ids|NR_CPUS|cpumask_weight)\b")
-ID_RE = re.compile(r"(?<![\w.>$])([A-Za-z_]\w*)\b(?!\s*\()")
-FIELD_RE = re.compile(r"(?:->|\.)\s*([A-Za-z_]\w*)")
-PLAIN_RE = re.compile(r"[\w\s|()<]*")
-CALL_RE = re.compile(r"[A-Za-z_]\w*\s*\(")
-WQ_FLAGS = frozenset((
-    "WQ_BH", "WQ_UNBOUND", "WQ_FREEZABLE", "WQ_MEM_RECLAIM", "WQ_HIGHPRI",
-    "WQ_CPU_INTENSIVE", "WQ_SYSFS", "WQ_POWER_EFFICIENT", "WQ_PERCPU",
-    "__WQ_DESTROYING", "__WQ_DRAINING", "__WQ_ORDERED", "__WQ_LEGACY",
-    "__WQ_DEPRECATED"))
-
-assigns = {}   # (file, function, local) -> [(line, right-hand side)]
-declared = set()  # (file, function, local) declared in the body of the function
-fields = {}    # (file, field) -> [(function, line, right-hand side)]
-calls = {}     # (file, line, column) -> the arguments of that allocation
-hits = set()   # (file, line, column) of the calls to report
-_trees = {}
-_versions = {}
-
-def _pos(p):
-    return (p[0].file, int(p[0].line), int(p[0].column))
-
-def in_function(p):
-    """Not in the body of a #define: wqlint scan reports macros at their uses."""
-    return p[0].current_element != "something_else"
-
-def add_call(p, *args):
-    if in_function(p):
-        calls[_pos(p)] = (p,) + tuple(str(a) for a in args)
-
-def decide(p):
-    """Judge the allocation at p once every fact of its file is known."""
-    key = _pos(p)
-    if key in calls:
-        args = calls.pop(key)
-        judge(args[0], *args[1:])
-    return key in hits
-
-def _text(e):
-    """C text as a script rule prints it: a constraint gets it with a space
-    between tokens ('s -> f ( )'), kept only between two words."""
-    return re.sub(r"\s+(?=[^\w\s])|(?<=[^\w\s])\s+", "", str(e))
-
-# The add_* facts are recorded by the constraints of rules that never match
-# (each returns False): no binding environment, no script rule per match.
-
-def add_assign(p, x, e):
-    assigns.setdefault((p[0].file, p[0].current_element, _text(x)), []).append((int(p[0].line), _text(e)))
-    return False
-
-def add_decl(p, x):
-    declared.add((p[0].file, p[0].current_element, _text(x)))
-    return False
-
-def add_field(p, fld, e):
-    fields.setdefault((p[0].file, _text(fld)), []).append((p[0].current_element, int(p[0].line), _text(e)))
-    return False
-
-def _values(file, fn, x, line):
-    return [(l, e) for (l, e) in assigns.get((file, fn, x), ()) if l <= line]
-
-def cpu_derived(file, fn, e, line, seen=()):
-    """e is a CPU count or computed from one: directly, through locals of fn
-    assigned before line, or through struct fields assigned in this file."""
-    if CPU_RE.search(e):
-        return True
-    for fld in FIELD_RE.findall(e):
-        if "." + fld not in seen:
-            for (ffn, fline, rhs) in fields.get((file, fld), ()):
-                if cpu_derived(file, ffn, rhs, fline, seen + ("." + fld,)):
-                    return True
-    for x in ID_RE.findall(e):
-        if x not in seen:
-            for (l, rhs) in _values(file, fn, x, line):
-                if cpu_derived(file, fn, rhs, l, seen + (x,)):
-                    return True
-    return False
-
-def may_have(flag, file, fn, e, line, seen=()):
-    """flag is written in e or in a value given before line to a local in e."""
-    if re.search(r"\b%s\b" % flag, e):
-        return True
-    for x in ID_RE.findall(e):
-        if x not in seen:
-            for (l, rhs) in _values(file, fn, x, line):
-                if may_have(flag, file, fn, rhs, l, seen + (x,)):
-                    return True
-    return False
-
-def must_have(flag, file, fn, e, line, seen=()):
-    """flag is in every value e can have here: e is an OR of terms (no call, no
-    conditional, no mask) naming flag itself, or a local of fn whose every value
-    given before line must have it (a |= of other flags is such a value: the
-    rule then stays silent)."""
-    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
-        return False
-    if re.search(r"\b%s\b" % flag, e):
-        return True
-    for x in ID_RE.findall(e):
-        values = _values(file, fn, x, line)
-        if (x not in seen and (file, fn, x) in declared and values
-                and all(must_have(flag, file, fn, rhs, l, seen + (x,)) for (l, rhs) in values)):
-            return True
-    return False
-
-def flag_names(file, fn, e, line, seen=()):
-    """Every WQ_* flag e can hold, or None when e is not fully known here:
-    only WQ_* constants, numbers, '|' and locals declared in fn whose every
-    value given before line is itself fully known."""
-    if not PLAIN_RE.fullmatch(e) or CALL_RE.search(e):
-        return None
-    names = set()
-    for x in re.findall(r"[A-Za-z_]\w*", e):
-        if x in WQ_FLAGS:
-            names.add(x)
-            continue
-        values = _values(file, fn, x, line)
-        if x in seen or (file, fn, x) not in declared or not values:
-            return None
-        for (l, rhs) in values:
-            sub = flag_names(file, fn, rhs, l, seen + (x,))
-            if sub is None:
-                return None
-            names |= sub
-    return names
-
-def literal(n):
-    """n is a string literal that can serve as a format string as it is."""
-    return re.fullmatch(r'"[^"%\\]*"', n) is not None
-
-def _tree(file):
-    """The top of the tree holding file (the directory whose
-    include/linux/workqueue.h is found first, from the file upwards, then from
-    the current directory: make coccicheck runs at the top), or None."""
-    for d in (os.path.dirname(os.path.abspath(file)), os.getcwd()):
-        while True:
-            h = os.path.join(d, "include", "linux", "workqueue.h")
-            if h not in _trees:
-                _trees[h] = None
-                if os.path.isfile(h):
-                    with open(h, encoding="utf-8", errors="replace") as fh:
-                        _trees[h] = fh.read()
-            if _trees[h] is not None:
-                return d
-            if os.path.dirname(d) == d:
-                break
-            d = os.path.dirname(d)
-    return None
-
-def tree_defines(symbol, file):
-    """symbol is in include/linux/workqueue.h of the tree holding file; True if
-    no tree is found."""
-    top = _tree(file)
-    if top is None:
-        return True
-    h = os.path.join(top, "include", "linux", "workqueue.h")
-    return re.search(r"\b%s\b" % symbol, _trees[h]) is not None
-
-def tree_version(file):
-    """(VERSION, PATCHLEVEL) of the top Makefile of the tree holding file, or
-    None (no tree, or no version in it)."""
-    top = _tree(file)
-    if top is None:
-        return None
-    if top not in _versions:
-        _versions[top] = None
-        try:
-            with open(os.path.join(top, "Makefile"), encoding="utf-8", errors="replace") as fh:
-                head = fh.read(4096)
-            v = re.search(r"(?m)^VERSION\s*=\s*(\d+)\s*$", head)
-            pl = re.search(r"(?m)^PATCHLEVEL\s*=\s*(\d+)\s*$", head)
-            if v and pl:
-                _versions[top] = (int(v.group(1)), int(pl.group(1)))
-        except OSError:
-            pass
-    return _versions[top]
-
-def inputs_lack(symbol):
-    """This run's one input is a directory (make coccicheck: --dir D) in a tree
-    whose include/linux/workqueue.h does not name symbol, so no file of it can
-    have a finding (tree_defines() would say no for each): the rule then stops
-    before spatch reads any file. False when that is not certain: other inputs,
-    no /proc, D in no tree."""
-    try:
-        with open("/proc/self/cmdline", "rb") as fh:
-            argv = fh.read().decode("utf-8", "replace").split("\0")
-    except OSError:
-        return False
-    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--dir"]
-    if len(dirs) != 1 or "--file-groups" in argv or not os.path.isdir(dirs[0]):
-        return False
-    probe = os.path.join(dirs[0], "-")  # _tree() starts from the directory of a file
-    return _tree(probe) is not None and not tree_defines(symbol, probe)
-# -- end of shared helpers --
-
-MSG = "create_*workqueue() is deprecated: call alloc_workqueue() or alloc_ordered_workqueue() with explicit flags"
-
-@r@
-position p : script:python() { in_function(p) };
+@r depends on !patch@
+expression name;
+position p;
 @@
 
 (
- create_workqueue@p(...)
+ create_workqueue@p(name)
 |
- create_singlethread_workqueue@p(...)
+ create_freezable_workqueue@p(name)
 |
- create_freezable_workqueue@p(...)
+ create_singlethread_workqueue@p(name)
 )
 
 @depends on patch@
-expression n : script:python() { literal(n) };
-expression m : script:python() { not literal(m) };
-position p : script:python() { in_function(p) and tree_defines("WQ_PERCPU", p[0].file) };
-position q : script:python() { in_function(q) and not tree_defines("WQ_PERCPU", q[0].file) };
-position s : script:python() { in_function(s) };
+expression name;
 @@
 
 (
-- create_workqueue@p(n)
-+ alloc_workqueue(n, WQ_PERCPU | WQ_MEM_RECLAIM, 1)
+- create_workqueue(name)
++ alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_PERCPU, 1, name)
 |
-- create_workqueue@p(m)
-+ alloc_workqueue("%s", WQ_PERCPU | WQ_MEM_RECLAIM, 1, m)
+- create_freezable_workqueue(name)
++ alloc_workqueue("%s", WQ_FREEZABLE | WQ_UNBOUND | WQ_MEM_RECLAIM, 1, name)
 |
-- create_workqueue@q(n)
-+ alloc_workqueue(n, WQ_MEM_RECLAIM, 1)
-|
-- create_workqueue@q(m)
-+ alloc_workqueue("%s", WQ_MEM_RECLAIM, 1, m)
-|
-- create_singlethread_workqueue@s(n)
-+ alloc_ordered_workqueue(n, WQ_MEM_RECLAIM)
-|
-- create_singlethread_workqueue@s(m)
-+ alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, m)
+- create_singlethread_workqueue(name)
++ alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, name)
 )
 
 @depends on context@
+identifier fn;
 position r.p;
 @@
-
-(
-* create_workqueue@p(...)
-|
-* create_singlethread_workqueue@p(...)
-|
-* create_freezable_workqueue@p(...)
-)
+* fn@p(...)
 
 @script:python depends on org@
 p << r.p;
 @@
-coccilib.org.print_todo(p[0], MSG)
+coccilib.org.print_todo(p[0],
+	"create_*workqueue() is deprecated: call alloc_workqueue() or alloc_ordered_workqueue() with explicit flags")
 
 @script:python depends on report@
 p << r.p;
 @@
-coccilib.report.print_report(p[0], MSG)
+coccilib.report.print_report(p[0],
+	"create_*workqueue() is deprecated: call alloc_workqueue() or alloc_ordered_workqueue() with explicit flags")

@@ -12,52 +12,24 @@ from wqlint import api
 COCCI = sorted((REPO / "semantic-patches").glob("*.cocci"))
 # `name@p(a, b, ...)` in a rule: a call the rule matches, with its arguments written out.
 CALL_RE = re.compile(r"\b([A-Za-z_]\w*)@p\s*\(([^()\n]*)\)")
-CPU_RE_LINE = re.compile(r'^CPU_RE = re\.compile\(r"(.*)"\)$', re.M)
 
 
-def expand(pattern: str) -> set:
-    """Every string a regex of literals, `(?:a|b)` groups and `|` matches."""
-    def alternatives(s: str) -> list:
-        out, depth, cur = [], 0, ""
-        for ch in s:
-            if ch == "|" and depth == 0:
-                out.append(cur)
-                cur = ""
-                continue
-            depth += ch == "("
-            depth -= ch == ")"
-            cur += ch
-        return out + [cur]
-
-    def words(s: str) -> set:
-        m = re.search(r"\(\?:", s)
-        if not m:
-            return {s}
-        depth, i = 0, m.start()
-        for j in range(m.start(), len(s)):
-            depth += s[j] == "("
-            depth -= s[j] == ")"
-            if depth == 0:
-                break
-        head, inner, tail = s[:i], s[m.end():j], s[j + 1:]
-        return {head + a + t for alt in alternatives(inner) for a in words(alt) for t in words(tail)}
-
-    body = pattern.replace(r"\b", "")
-    return {w for alt in alternatives(body) for w in words(alt)}
+def arg_metavar(arg: str) -> str:
+    """The metavariable an argument pattern stands for: `f@pf` and `<+... Q@q ...+>` are f, Q."""
+    return re.sub(r"@\w+", "", arg.replace("<+...", "").replace("...+>", "")).strip()
 
 
 # `identifier call;`: a metavariable standing for a call already matched by name.
 IDENT_RE = re.compile(r"(?m)^identifier ([\w, ]+);$")
 # `identifier fn = {a, b};`: the functions a rule looks for the definitions of.
 IDENT_LIST_RE = re.compile(r"(?ms)^identifier \w+ = \{([^}]*)\};$")
-WQ_FLAGS_RE = re.compile(r"(?ms)^WQ_FLAGS = frozenset\(\((.*?)\)\)$")
 
 
 @pytest.mark.parametrize("path", COCCI, ids=lambda p: p.name)
 def test_cocci_calls_are_the_api_entry_points(path):
     text = path.read_text(encoding="utf-8")
     metavars = {n.strip() for m in IDENT_RE.finditer(text) for n in m.group(1).split(",")}
-    calls = [(m.group(1), [a.strip() for a in m.group(2).split(",")]) for m in CALL_RE.finditer(text)
+    calls = [(m.group(1), [arg_metavar(a) for a in m.group(2).split(",")]) for m in CALL_RE.finditer(text)
              if m.group(1) not in metavars]
     names = {name for name, _ in calls}
     assert names, "the rule matches no call"
@@ -91,24 +63,41 @@ def test_cocci_calls_are_the_api_entry_points(path):
         assert {n.strip() for n in m.group(1).split(",")} == set(api.SINKS)
 
 
+# The flags a rule knows, with the ones it leaves out of its list on purpose: the affinity
+# flags (and for a per-CPU queue, WQ_POWER_EFFICIENT, which the command line can make unbound).
+KNOWN_FLAGS_LEAVE_OUT = {
+    "missing-affinity-flag": {"WQ_UNBOUND", "WQ_PERCPU", "WQ_BH"},
+    "percpu-max-active-cpu-count": {"WQ_UNBOUND", "WQ_BH", "WQ_POWER_EFFICIENT"},
+}
+KNOWN_FLAGS_RE = re.compile(r"(?ms)^global idexpression g != \{(.*?)\};$")
+
+
+def smpl(path) -> str:
+    """A .cocci file without its comment lines."""
+    return "\n".join(l for l in path.read_text(encoding="utf-8").splitlines() if not l.startswith("//"))
+
+
 @pytest.mark.parametrize("path", COCCI, ids=lambda p: p.name)
 def test_cocci_flags_are_the_api_flags(path):
-    m = WQ_FLAGS_RE.search(path.read_text(encoding="utf-8"))
-    assert m, "the shared helpers name the WQ_* flags"
-    assert set(re.findall(r'"(\w+)"', m.group(1))) == {name for name, _bit, _since in api.FLAG_BITS}
+    api_flags = {name for name, _bit, _since in api.FLAG_BITS}
+    text = smpl(path)
+    assert set(re.findall(r"\b__?WQ_[A-Z_]+\b", text)) <= api_flags
+    m = KNOWN_FLAGS_RE.search(text)
+    assert (m is not None) == (path.stem in KNOWN_FLAGS_LEAVE_OUT)
+    if m:
+        known = {n.strip() for n in m.group(1).split(",")}
+        assert known | KNOWN_FLAGS_LEAVE_OUT[path.stem] == api_flags
+        assert not known & KNOWN_FLAGS_LEAVE_OUT[path.stem]
+    if path.stem == "internal-workqueue-flag":
+        assert set(re.findall(r"\b__WQ_[A-Z_]+\b", text)) == {n for n in api_flags if n.startswith("__")}
 
 
 @pytest.mark.parametrize("path", COCCI, ids=lambda p: p.name)
 def test_cocci_cpu_counts_are_the_api_cpu_counts(path):
-    m = CPU_RE_LINE.search(path.read_text(encoding="utf-8"))
+    m = re.search(r"(?ms)^@n@\n.*?^@@\n\n(.*?)\n\n", smpl(path))
     if m is None:
         pytest.skip("the rule reads no CPU count")
-    assert expand(m.group(1)) == set(api.CPU_COUNT_ALL)
-
-
-def test_expand_reads_alternatives():
-    assert expand(r"\b(?:num_(?:online|possible)_cpus|NR_CPUS)\b") == {
-        "num_online_cpus", "num_possible_cpus", "NR_CPUS"}
+    assert set(re.findall(r"(\w+)@pn", m.group(1))) == set(api.CPU_COUNT_ALL)
 
 
 def test_entry_points_and_sinks():

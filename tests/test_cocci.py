@@ -3,7 +3,8 @@
 Real spatch runs in every mode on tests/fixtures/cocci/ and its output is compared with the
 golden files in tests/fixtures/cocci/expected/ (regenerate them with WQLINT_UPDATE_GOLDEN=1
 and review the diff). The fixtures mark every expected report in place: `// ruleid: <id>`
-on the lines above a call that must be reported, `// ok: <id>` above one that must not.
+on the lines above a call that must be reported, `// ok: <id>` above one that must not, and
+`// scan-only: <id>` above one that only `wqlint scan` reports (a value SmPL cannot follow).
 Tests marked ``kernel`` run the kernel's own `make coccicheck` in Debian's linux-source-6.12.
 """
 from __future__ import annotations
@@ -33,7 +34,7 @@ UPDATE = os.environ.get("WQLINT_UPDATE_GOLDEN") == "1"
 MODES = {
     "unbound-max-active-cpu-count": ("context", "org", "report"),
     "percpu-max-active-cpu-count": ("context", "org", "report"),
-    "unbound-max-active-one": ("patch", "context", "org", "report"),
+    "unbound-max-active-one": ("context", "org", "report"),
     "missing-affinity-flag": ("patch", "context", "org", "report"),
     "legacy-create-workqueue": ("patch", "context", "org", "report"),
     "conflicting-affinity-flags": ("patch", "context", "org", "report"),
@@ -100,13 +101,14 @@ def golden(name: str, actual: str) -> str:
 
 
 def annotations() -> dict:
-    """rule id -> {(path, line)} that the fixtures mark `// ruleid:`; and the `// ok:` ones."""
-    marked = {"ruleid": {}, "ok": {}}
+    """rule id -> {(path, line)} that the fixtures mark `// ruleid:`; and the `// ok:` and
+    `// scan-only:` ones."""
+    marked = {"ruleid": {}, "ok": {}, "scan-only": {}}
     for path in sorted(FIXTURES.rglob("*.c")):
         rel = path.relative_to(FIXTURES).as_posix()
         pending = []
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            m = re.match(r"\s*//\s*(ruleid|ok):\s*(.+?)\s*$", line)
+            m = re.match(r"\s*//\s*(ruleid|ok|scan-only):\s*(.+?)\s*$", line)
             if m:
                 pending += [(m.group(1), r.strip()) for r in m.group(2).split(",")]
                 continue
@@ -148,11 +150,12 @@ def test_engine_says_which_rules_it_does_not_cover(tmp_path):
 def test_kernel_style_header(rule):
     text = cocci_file(rule).read_text(encoding="utf-8")
     lines = text.splitlines()
+    assert len(lines) <= 150, "a rule the kernel would take is small"
     assert lines[0] == "// SPDX-License-Identifier: GPL-2.0-only"
     subject = [l for l in lines if l.startswith("///") and l[3:].strip()]
     assert subject and len(subject[0]) <= 80
     assert any(l.startswith("//#") for l in lines), "known limits (//#) missing"
-    for key in ("Confidence", "Options", "Requires", "Keywords", "URL"):
+    for key in ("Confidence", "Copyright", "Options", "Requires", "Keywords"):
         assert re.search(rf"(?m)^// {key}:", text), key
     assert all(len(l) <= 80 for l in lines if l.startswith("//")), "header lines over 80 columns"
     assert re.search(r"(?m)^// Requires: 1\.1\.1$", text)
@@ -163,23 +166,46 @@ def test_kernel_style_header(rule):
         assert used == (mode in declared), mode
 
 
+def script_bodies(text: str) -> list:
+    """(header, body) of every script rule (@script:python ...@ up to the next rule)."""
+    return re.findall(r"(?ms)^@(script:python[^@]*)@\n(.*?)(?=^@(?!@)|\Z)", text)
+
+
 @pytest.mark.parametrize("rule", RULES)
-def test_message_is_the_catalogue_message(rule, cat):
+def test_python_only_prints_the_catalogue_message(rule, cat):
+    """SmPL matches and follows values; Python only prints: no initialize/finalize block, no
+    constraint in Python, no import, and each script is one print of the rule's message."""
     text = cocci_file(rule).read_text(encoding="utf-8")
-    msgs = re.findall(r'(?m)^MSG = "(.*)"$', text)
-    assert msgs == [cat[rule].message]
-    assert "coccilib.report.print_report(p[0], MSG)" in text
-    assert "coccilib.org.print_todo(p[0], MSG)" in text
+    assert not re.search(r"@(initialize|finalize)", text)
+    assert "script:python(" not in text and "script:ocaml" not in text
+    scripts = script_bodies(text)
+    assert sorted(h.split()[-1] for h, _ in scripts) == sorted(
+        m for m in ("org", "report") if m in MODES[rule])
+    for header, body in scripts:
+        assert re.fullmatch(r"p << r\.\w+;\n", body.split("@@\n", 1)[0]), body
+        code = body.split("@@\n", 1)[1]
+        call = ("coccilib.org.print_todo" if header.endswith("org") else "coccilib.report.print_report")
+        m = re.fullmatch(rf'{re.escape(call)}\(p\[0\],\s*"([^"]*)"\)', code.strip())
+        assert m, code
+        assert m.group(1) == cat[rule].message
 
 
-def test_shared_helpers_are_identical():
-    def block(rule):
-        text = cocci_file(rule).read_text(encoding="utf-8")
-        m = re.search(r"(?ms)^# -- shared helpers.*?^# -- end of shared helpers --$", text)
-        assert m, rule
-        return m.group(0)
-    blocks = {rule: block(rule) for rule in RULES}
-    assert len(set(blocks.values())) == 1, "keep the shared helper block identical in every file"
+def test_no_python_helpers_and_nothing_read_but_the_c():
+    for path in PATCHES.glob("*.cocci"):
+        text = path.read_text(encoding="utf-8")
+        for word in ("import ", "open(", "os.", "re.compile", "/proc/", "Makefile", "workqueue.h"):
+            assert word not in text.split("//\n\nvirtual", 1)[1], (path.name, word)
+
+
+@needs_spatch
+@pytest.mark.parametrize("rule", RULES)
+def test_rules_read_only_the_c_they_are_given(rule, tmp_path):
+    """The same reports with the tree's Makefile and include/ gone: nothing but the C files
+    decides (the tree's version and headers are `wqlint scan`'s, and the engine's choice of
+    which rules to run)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES, tree, ignore=shutil.ignore_patterns("expected", "include", "Makefile"))
+    assert sorted_lines(spatch(rule, "report", cwd=tree)) == sorted_lines(spatch(rule, "report"))
 
 
 # -- spatch on the fixtures, in every mode --------------------------------------------------
@@ -194,7 +220,7 @@ def test_report_matches_fixture_annotations(rule, cat):
         reported.add((os.path.normpath(path), int(n)))
     marked = annotations()
     assert reported == marked["ruleid"].get(rule, set())
-    assert not reported & marked["ok"].get(rule, set())
+    assert not reported & (marked["ok"].get(rule, set()) | marked["scan-only"].get(rule, set()))
 
 
 @needs_spatch
@@ -234,63 +260,43 @@ def test_patch_applies_with_git_apply(rule, tmp_path):
 
 
 @needs_spatch
-def test_patch_adds_wq_percpu_only_where_the_tree_defines_it():
+def test_legacy_patch_writes_out_what_the_macros_expand_to():
     out = spatch("legacy-create-workqueue", "patch")
-    old = out[out.index("old-tree/drivers/old_legacy.c"):].split("\ndiff -u -p", 1)[0]
-    added = [line for line in old.splitlines() if line.startswith("+\t")]
-    assert len(added) == 2 and not any("WQ_PERCPU" in line for line in added)
-    assert "old-tree" not in spatch("missing-affinity-flag", "report")
+    legacy = out[out.index("a/drivers/legacy.c"):].split("\ndiff -u -p", 1)[0]
+    added = " ".join(l[1:].strip() for l in legacy.splitlines() if l.startswith("+\t"))
+    assert added.split(";") == [
+        'qd->wq = alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_PERCPU, 1, "qux_wq")',
+        ' qd->wq = alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_PERCPU, 1, qd->name)',
+        ' qd->event_wq = alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "qux_events")',
+        ' qd->event_wq = alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, qd->name)',
+        ' qd->freeze_wq = alloc_workqueue("%s", WQ_FREEZABLE | WQ_UNBOUND | WQ_MEM_RECLAIM, 1, '
+        '"qux_freeze")', ""]
 
 
 @needs_spatch
-@pytest.mark.parametrize("rule", ["missing-affinity-flag", "conflicting-affinity-flags",
-                                  "deprecated-system-workqueue", "legacy-create-workqueue"])
-@pytest.mark.parametrize("new", [False, True])
-def test_a_rule_that_cannot_report_in_a_tree_reads_none_of_its_files(tmp_path, rule, new):
-    """make coccicheck over a tree whose workqueue.h lacks what a rule needs (WQ_PERCPU,
-    system_percpu_wq) stops before spatch reads a file; legacy-create-workqueue, which
-    reports on every tree, and a tree that has them, read theirs."""
-    (tmp_path / "include" / "linux").mkdir(parents=True)
-    (tmp_path / "drivers").mkdir()
-    (tmp_path / "include" / "linux" / "workqueue.h").write_text(
-        "enum { WQ_UNBOUND = 1 << 1,%s };\nextern struct workqueue_struct *system_wq;\n%s"
-        % (" WQ_PERCPU = 1 << 8," if new else "",
-           "extern struct workqueue_struct *system_percpu_wq;\n" if new else ""))
-    (tmp_path / "drivers" / "x.c").write_text(
-        "#include <linux/workqueue.h>\nstatic struct work_struct w;\nvoid f(void)\n{\n"
-        "\tqueue_work(system_wq, &w);\n\talloc_workqueue(\"a\", WQ_PERCPU | WQ_UNBOUND, 0);\n"
-        "\talloc_workqueue(\"b\", 0, 0);\n\tcreate_workqueue(\"c\");\n}\n")
-    cmd = [c for c in cocci.spatch_command(cocci_file(rule), "report") if c != "--very-quiet"]
-    proc = subprocess.run(cmd + ["--dir", "."], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    handled = re.findall(r"(?m)^HANDLING: (\S+)", proc.stdout + proc.stderr)
-    assert ("./drivers/x.c" in handled) == (new or rule == "legacy-create-workqueue"), handled
-    reported = re.findall(r"(?m)^\./drivers/x\.c:(\d+):", proc.stdout)
-    assert bool(reported) == (new or rule == "legacy-create-workqueue"), proc.stdout
-
-
-@needs_spatch
-@pytest.mark.parametrize("makefile, reported", [
-    ("VERSION = 7\nPATCHLEVEL = 0\nSUBLEVEL = 9\n", ["40", "42"]),
-    ("VERSION = 7\nPATCHLEVEL = 1\nSUBLEVEL = 0\n", []),  # a4aa8d94f243 allows it
-    (None, []),  # no version: wqlint's default, the newest kernel
+@pytest.mark.parametrize("root, version, rules", [
+    # 6.1's header has no WQ_PERCPU: the rules that need it do not run.
+    ("old-tree", (6, 1, 0), {"legacy-create-workqueue"}),
+    ("old-tree", (7, 3, 0), {"legacy-create-workqueue"}),
+    # A tree that declares WQ_PERCPU and system_percpu_wq: all run, ordered-workqueue-sysfs
+    # only before v7.1 (a4aa8d94f243).
+    (".", (7, 0, 9), set(RULES)),
+    (".", (7, 1, 0), set(RULES) - {"ordered-workqueue-sysfs"}),
 ])
-def test_ordered_sysfs_follows_the_tree_version(tmp_path, makefile, reported):
-    tree = tmp_path / "tree"
-    shutil.copytree(FIXTURES, tree, ignore=shutil.ignore_patterns("expected", "old-tree"))
-    if makefile is None:
-        (tree / "Makefile").unlink()
-    else:
-        (tree / "Makefile").write_text(makefile)
-    lines = [l.split(":")[1] for l in spatch("ordered-workqueue-sysfs", "report", cwd=tree).splitlines()]
-    assert lines == reported
+def test_engine_runs_only_the_rules_of_the_tree(cat, root, version, rules):
+    findings, errors = cocci.run(FIXTURES / root, [Path("drivers")], cat, 1, version=version)
+    assert errors == []
+    reported = {f.rule_id for f in findings}
+    assert reported <= rules
+    everything = {f.rule_id for f in cocci.run(FIXTURES / root, [Path("drivers")], cat, 1)[0]}
+    assert reported == everything & rules
 
 
-@needs_spatch
-def test_sysfs_queue_is_reported_but_not_converted():
-    assert "max_active_one.c:21:" in spatch("unbound-max-active-one", "report")
-    removed = [l for l in spatch("unbound-max-active-one", "patch").splitlines() if l.startswith("-\t")]
-    assert removed and not any("bar_sysfs" in line for line in removed)
+def test_rules_for_a_tree_without_a_header_follow_wqlint_s_header_of_its_version(cat, tmp_path):
+    assert "missing-affinity-flag" not in cocci.applicable(
+        cat, (6, 12, 0), cocci.tree_header(tmp_path, (6, 12, 0)))
+    assert "missing-affinity-flag" in cocci.applicable(
+        cat, (7, 3, 0), cocci.tree_header(tmp_path, (7, 3, 0)))
 
 
 # -- the engine -----------------------------------------------------------------------------

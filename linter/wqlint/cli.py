@@ -257,7 +257,7 @@ def _coccinelle(paths, cat, jobs, kernel_version, kernel=None):
     try:
         findings, errors = cocci.run(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs,
                                      headers=kernel.find("include/linux/workqueue.h").parents[2]
-                                     if kernel is not None else None)
+                                     if kernel is not None else None, version=version)
     except cocci.SpatchNotFound as exc:
         raise click.ClickException(str(exc)) from None
     missing = cocci.not_covered(cat)

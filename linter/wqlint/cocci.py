@@ -12,6 +12,11 @@ Entry point for the CLI::
 
 A missing spatch raises :class:`SpatchNotFound` (a ``RuntimeError``) whose text says to
 install Debian's package ``coccinelle``.
+
+The semantic patches read only the C they are given: they know no kernel version. Given the
+tree's version, ``run`` runs only the files of rules that apply to it (``kernel-versions`` and
+``requires-symbol`` in rules.yaml, the symbol looked up in the tree's
+include/linux/workqueue.h, or in wqlint's own header of that version when there is none).
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ SPATCH_TIMEOUT = 6 * 3600  # one rule over a whole tree
 _REPORT_RE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+)-(?P<end>\d+): (?P<msg>.*)$")
 _PLAIN_NAME = re.compile(r"[\w./+-]+")  # what spatch reads as one file name
 _OPTIONS_RE = re.compile(r"^//\s*Options:(.*)$", re.M)
+HEADER_LIMIT = 4 << 20  # bytes of include/linux/workqueue.h read for requires-symbol
 
 
 class SpatchNotFound(RuntimeError):
@@ -72,6 +78,23 @@ def not_covered(catalogue, directory: Path | None = None) -> list:
     report them (semantic-patches/README.md says why), and says so."""
     have = semantic_patches(catalogue, directory)
     return [rule_id for rule_id in catalogue.ids() if rule_id not in have]
+
+
+def applicable(catalogue, version: tuple, header: bytes) -> set:
+    """The ids of the rules that apply to a tree of this version whose workqueue.h is header."""
+    return {rule.id for rule in catalogue.rules
+            if rule.kernel_versions.contains(version)
+            and (not rule.requires_symbol
+                 or re.search(rb"\b" + re.escape(rule.requires_symbol.encode()) + rb"\b", header))}
+
+
+def tree_header(top: Path, version: tuple) -> bytes:
+    """The tree's include/linux/workqueue.h, or wqlint's own header of that version."""
+    path = Path(top) / "include" / "linux" / "workqueue.h"
+    try:
+        return safeio.read_bytes(path, HEADER_LIMIT, root=top)
+    except safeio.InputRefused:
+        return api.builtin_header(version)
 
 
 def spatch_binary() -> str:
@@ -189,16 +212,17 @@ def _finding(root: Path, rule, path: str, line: int, col0: int, end0: int) -> Fi
 
 
 def run(root: Path, targets: list, catalogue, jobs: int = 1,
-        patches_dir: Path | None = None, headers: Path | None = None) -> tuple:
+        patches_dir: Path | None = None, headers: Path | None = None,
+        version: tuple | None = None) -> tuple:
     """Run every semantic patch in report mode over targets (files or directories, absolute
     or relative to root). Returns (findings sorted by place, input errors).
 
-    The rules find the tree's include/linux/workqueue.h (for WQ_PERCPU) from each file
-    upwards, then from the working directory. For a module outside a kernel tree, headers is
-    the top of the kernel it builds for, which `make coccicheck M=` runs spatch in. spatch
-    runs in a directory of wqlint's own that shows only include/ and Makefile of that top
-    (or of root): a tree's .cocciconfig (spatch reads the one of its working directory)
+    The rules read only the C files they are given. For a module outside a kernel tree,
+    headers is the top of the kernel it builds for, which `make coccicheck M=` runs spatch in.
+    spatch runs in a directory of wqlint's own that shows only include/ and Makefile of that
+    top (or of root): a tree's .cocciconfig (spatch reads the one of its working directory)
     could give spatch any option, --python among them. The files are named by absolute paths.
+    With version, only the rules that apply to that tree run (see applicable()).
     """
     root = Path(root).absolute()
     jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)  # 0 or None: every core
@@ -206,6 +230,9 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
     if not patches:
         where = patches_dir or semantic_patches_dir()
         return [], [InputError(str(where), "no semantic patches found (*.cocci named after rule ids)")]
+    if version is not None:
+        wanted = applicable(catalogue, version, tree_header(headers or root, version))
+        patches = {rule_id: cocci for rule_id, cocci in patches.items() if rule_id in wanted}
     spatch_binary()  # fail early and clearly
     files, errors = candidate_files(root, targets or [root])
     if not files:
