@@ -2,14 +2,12 @@
 ///
 /// Drop WQ_PERCPU from a workqueue that is also WQ_UNBOUND
 ///
-/// A workqueue cannot be both: the workqueue code keeps WQ_UNBOUND and
-/// ignores WQ_PERCPU (and warns since v7.2).  alloc_ordered_workqueue() and
-/// its devm_, drmm_ and _lockdep_map forms add WQ_UNBOUND themselves.  The
-/// patch mode drops WQ_PERCPU, which changes nothing the kernel does.
+/// The workqueue code keeps WQ_UNBOUND and ignores WQ_PERCPU (and warns since
+/// v7.2); alloc_ordered_workqueue() and its forms add WQ_UNBOUND themselves.
+/// The patch mode drops WQ_PERCPU, which changes nothing the kernel does.
 ///
-//# The flags are followed through locals of the calling function: one
-//# value given before the call that holds both flags is enough.  Flags
-//# from parameters, fields, macros or wrappers are left to `wqlint scan`.
+//# Flags are followed through locals of the calling function; flags from
+//# parameters, fields, macros or wrappers are left to `wqlint scan`.
 //
 // Confidence: High
 // Copyright: (C) 2026 The wqlint authors.
@@ -23,13 +21,11 @@ virtual context
 virtual org
 virtual report
 
-// The workqueue API's own code: the file that defines the allocation
-// functions, and the header of their macros.
+// The API's own code: where the allocation functions and their macros are.
 @api@
-identifier fn =~ "^(__)?alloc_workqueue(_noprof)?$";
 @@
 
- fn(...) { ... }
+ \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
 
 @api_h@
 identifier x;
@@ -38,8 +34,16 @@ expression e;
 
 #define create_workqueue(x) e
 
-// The calls.
-@a depends on !api && !api_h@
+// A conflict needs WQ_UNBOUND in the file, or a call that adds it.
+@unb@
+symbol alloc_ordered_workqueue, alloc_ordered_workqueue_lockdep_map, devm_alloc_ordered_workqueue, drmm_alloc_ordered_workqueue;
+@@
+
+\(WQ_UNBOUND\|alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+  devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)
+
+// The calls: pf for flags that must hold WQ_UNBOUND, po where the call adds it.
+@a depends on unb && !api && !api_h@
 expression fmt, dev, f, m;
 position p, pf, po;
 @@
@@ -62,18 +66,13 @@ position p, pf, po;
 
 // Flags that hold a conditional: its branches are values of their own.
 @cond@
-position a.pf, a.po, qc;
+position a.pf, qc;
 expression F, E1, E2, E3;
 @@
 
-(
  \(F@pf@qc \& <+... E1 ? E2 : E3 ...+>\)
-|
- \(F@po@qc \& <+... E1 ? E2 : E3 ...+>\)
-)
 
-// One value of the flags holds WQ_PERCPU (at pp), and WQ_UNBOUND unless the
-// call adds it.
+// One value of the flags holds WQ_PERCPU (at pp), and WQ_UNBOUND unless added.
 @both exists@
 position a.pf, a.po, pp, q != cond.qc;
 expression F, E;

@@ -25,13 +25,11 @@ virtual context
 virtual org
 virtual report
 
-// The workqueue API's own code: the file that defines the allocation
-// functions, and the header of their macros.
+// The API's own code: where the allocation functions and their macros are.
 @api@
-identifier fn =~ "^(__)?alloc_workqueue(_noprof)?$";
 @@
 
- fn(...) { ... }
+ \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
 
 @api_h@
 identifier x;

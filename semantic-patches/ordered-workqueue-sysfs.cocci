@@ -21,13 +21,11 @@ virtual context
 virtual org
 virtual report
 
-// The workqueue API's own code: the file that defines the allocation
-// functions, and the header of their macros.
+// The API's own code: where the allocation functions and their macros are.
 @api@
-identifier fn =~ "^(__)?alloc_workqueue(_noprof)?$";
 @@
 
- fn(...) { ... }
+ \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
 
 @api_h@
 identifier x;
@@ -36,8 +34,16 @@ expression e;
 
 #define create_workqueue(x) e
 
-// The calls.
-@a depends on !api && !api_h@
+// An ordered workqueue needs __WQ_ORDERED in the file, or a call that adds it.
+@ord@
+symbol alloc_ordered_workqueue, alloc_ordered_workqueue_lockdep_map, devm_alloc_ordered_workqueue, drmm_alloc_ordered_workqueue;
+@@
+
+\(__WQ_ORDERED\|alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+  devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)
+
+// The calls: pf for flags that must say ordered, po where the call adds it.
+@a depends on ord && !api && !api_h@
 expression fmt, dev, f, m;
 position p, pf, po;
 @@

@@ -556,3 +556,93 @@ def test_make_coccicheck_on_linux_6_1_without_wq_percpu(linux_6_1, tmp_path):
     check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=linux_6_1,
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+# -- the kernel patch: the same files, in scripts/coccinelle/api/workqueue/ of 7.3 ------------
+
+KERNEL_PATCH = REPO / "kernel" / "coccinelle" / "0001-coccinelle-api-add-workqueue-checks.patch"
+
+
+def kernel_patch_files() -> dict:
+    """path -> text of every file the kernel patch adds."""
+    added, path, lines = {}, None, []
+    for line in KERNEL_PATCH.read_text(encoding="utf-8").splitlines():
+        if line.startswith("diff --git "):
+            if path:
+                added[path] = "".join(lines)
+            path, lines = None, []
+        elif line.startswith("+++ b/") and line[6:].startswith("scripts/"):
+            path = line[6:]
+        elif path and line.startswith("+") and not line.startswith("+++"):
+            lines.append(line[1:] + "\n")
+    if path:
+        added[path] = "".join(lines)
+    return added
+
+
+def test_kernel_patch_adds_the_semantic_patches_that_apply_to_7_3(cat):
+    """Every rule that applies to v7.3 (rules.yaml), byte for byte the file wqlint runs; not
+    ordered-workqueue-sysfs, which v7.1 made moot."""
+    added = kernel_patch_files()
+    want = cocci.applicable(cat, (7, 3, 0), api_header_7_3())
+    assert "ordered-workqueue-sysfs" not in want
+    assert added == {f"scripts/coccinelle/api/workqueue/{r.replace('-', '_')}.cocci":
+                     cocci_file(r).read_text(encoding="utf-8") for r in RULES if r in want}
+    text = KERNEL_PATCH.read_text(encoding="utf-8")
+    assert "Subject: [PATCH] coccinelle: api: add workqueue checks\n" in text
+    assert "\nSigned-off-by: Wqlint Developer <wqlint@example.org>\n" in text
+    assert "+F:\tscripts/coccinelle/api/workqueue/\n" in text
+
+
+def api_header_7_3() -> bytes:
+    from wqlint import api
+    return api.builtin_header((7, 3, 0))
+
+
+@pytest.mark.kernel
+def test_kernel_patch_is_checkpatch_strict_clean(linux_7_3):
+    proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", str(KERNEL_PATCH)],
+                          cwd=linux_7_3, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "total: 0 errors, 0 warnings, 0 checks" in proc.stdout
+
+
+@pytest.mark.kernel
+@needs_spatch
+def test_kernel_patch_applies_with_git_am_and_plain_coccicheck_runs_it(linux_7_3, cat):
+    """git am on a copy of 7.3, then `make coccicheck MODE=report M=drivers/char/ipmi` with no
+    COCCI=: the kernel's own scripts and the added ones run, and the added ones report the
+    subsystem's known sites, each also one of `wqlint scan`'s."""
+    from conftest import CACHE
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kernel-patch-", dir=CACHE) as tmp:
+        tree = Path(tmp) / "linux"
+        # Hard links for the tree; real copies of what git am writes to.
+        subprocess.run(["cp", "-al", str(linux_7_3), str(tree)], check=True)
+        for rel in ("MAINTAINERS", "scripts/coccinelle"):
+            (tree / rel).unlink() if (tree / rel).is_file() else shutil.rmtree(tree / rel)
+            copy = shutil.copy2 if (linux_7_3 / rel).is_file() else shutil.copytree
+            copy(linux_7_3 / rel, tree / rel)
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+        subprocess.run(git + ["init", "-q"], cwd=tree, check=True)
+        subprocess.run(git + ["add", "-f", "MAINTAINERS", "scripts/coccinelle"], cwd=tree, check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "base"], cwd=tree, check=True)
+        am = subprocess.run(git + ["am", "-q", str(KERNEL_PATCH)], cwd=tree, capture_output=True, text=True)
+        assert am.returncode == 0, am.stderr
+        proc = subprocess.run(["make", "-s", "coccicheck", "MODE=report", "M=drivers/char/ipmi", "J=2",
+                               f"SPFLAGS=--tmp-dir {tmp}/par"], cwd=tree, capture_output=True,
+                              text=True, timeout=3000)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    by_message = {cat[r].message: r for r in RULES}
+    # With M=, spatch runs in the subsystem's directory: paths are relative to it.
+    found = sorted((by_message[msg.strip()], os.path.normpath(f"drivers/char/ipmi/{path}"), int(line))
+                   for path, line, _, msg in (l.split(":", 3) for l in report_lines(proc.stdout))
+                   if msg.strip() in by_message)
+    assert found == [
+        ("deprecated-system-workqueue", "drivers/char/ipmi/ipmi_msghandler.c", 1909),
+        ("deprecated-system-workqueue", "drivers/char/ipmi/ipmi_si_intf.c", 2247),
+        ("deprecated-system-workqueue", "drivers/char/ipmi/ipmi_si_intf.c", 2285),
+        ("legacy-create-workqueue", "drivers/char/ipmi/ipmi_msghandler.c", 5628),
+    ]
+    # The kernel's own scripts ran too: spatch was called with one of them.
+    assert "scripts/coccinelle/api/kfree_mismatch.cocci" in proc.stdout + proc.stderr
