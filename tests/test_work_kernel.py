@@ -1,0 +1,87 @@
+"""reclaim-flush-dependency and flush-queue-mismatch on whole corpus trees: exactly the sites
+labelled by reading the C, each with the WARN_ONCE check_flush_dependency() prints there.
+
+Labels (path, line of the flush, the kernel's warning):
+- nvmet-fc: nvmet_wq (WQ_MEM_RECLAIM | WQ_UNBOUND | WQ_SYSFS, drivers/nvme/target/core.c)
+  runs nvmet_fc_delete_assoc_work(), which flushes each queue's work_q
+  (alloc_workqueue("ntfc%d.%d.%d", 0, 0): no rescuer); and nvmet_fc_handle_ls_rqst_work()
+  reaches, through the LS create-association path, the error exit of
+  nvmet_fc_alloc_target_queue() that destroys (drains) a new work_q.
+- qla2xxx: qla2xxx_wq (WQ_MEM_RECLAIM) runs qla2x00_iocb_work_fn(), whose relogin path adds
+  the remote port; fc_remote_port_add() flushes the rport's devloss_work_q
+  (alloc_workqueue("fc_dl_%d_%d", 0, 0)) through fc_flush_devloss().
+No tree flushes system_wq while its schedule_work() queues elsewhere: flush-queue-mismatch
+reports nothing in them (its sites are out-of-tree modules).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import run
+
+pytestmark = pytest.mark.kernel
+
+NVMET = [
+    ("drivers/nvme/target/fc.c", 829, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_handle_ls_rqst_work is flushing "
+                                      "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+    ("drivers/nvme/target/fc.c", 1220, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_delete_assoc_work is flushing "
+                                       "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+]
+LABELS = {
+    "7.3": NVMET + [
+        ("drivers/scsi/scsi_transport_fc.c", 2897, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
+                                                   "flushing !WQ_MEM_RECLAIM fc_dl_%d_%d:0x0"),
+    ],
+}
+
+
+def _findings(doc, rule):
+    return sorted((f["path"], f["line"], f["message"].split('the kernel warns "workqueue: ')[-1].rstrip('")'))
+                  for f in doc["findings"] if f["rule"] == rule)
+
+
+def _scan(tree, tmp_path):
+    result = run("scan", "--format", "json", "--jobs", "2", tree, env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert result.exit_code == 1, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def test_reclaim_flush_dependency_on_7_3(linux_7_3, tmp_path):
+    doc = _scan(linux_7_3, tmp_path)
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["7.3"])
+    assert _findings(doc, "flush-queue-mismatch") == []
+
+
+MODULE = """#include <linux/module.h>
+#include <linux/workqueue.h>
+
+struct add_work { struct delayed_work work; int error; };
+
+static void add_fn(struct work_struct *w) { }
+
+int mod_add(void)
+{
+\tstruct add_work aw;
+
+\tINIT_DELAYED_WORK(&aw.work, add_fn);
+\tschedule_delayed_work(&aw.work, 0);
+\t__flush_workqueue(system_wq);
+\treturn aw.error;
+}
+"""
+
+
+@pytest.mark.parametrize("tree,expected", [("linux_6_1", []), ("linux_6_12", [("mod.c", 14)]),
+                                           ("linux_7_3", [("mod.c", 14)])])
+def test_flush_queue_mismatch_follows_the_helpers_of_each_kernel(tree, expected, request, tmp_path):
+    """A module built against each corpus tree: its schedule_delayed_work() queues on
+    system_wq in 6.1, on system_percpu_wq in Debian's 6.12.117 and in 7.3 (their headers)."""
+    mod = tmp_path / "mod"
+    mod.mkdir()
+    (mod / "mod.c").write_text(MODULE)
+    result = run("scan", "--format", "json", "--no-cache", mod, "--kernel-tree", request.getfixturevalue(tree))
+    got = [(f["path"], f["line"]) for f in json.loads(result.stdout)["findings"]
+           if f["rule"] == "flush-queue-mismatch"]
+    assert got == expected
