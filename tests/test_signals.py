@@ -39,8 +39,8 @@ else:
     replace = os.replace
     def renamed(src, dst):
         replace(src, dst)
-        if str(src).endswith(".wqlint"):
-            hit()
+        if str(src).endswith(".wqlint") and os.path.dirname(str(dst)).startswith(root):
+            hit()  # (a rename of the tree's files, not of the index saved in the cache)
     os.replace = renamed
 from wqlint.cli import main
 main(["fix", root, "--target", "mainline", "--apply", "-j", "1"])
