@@ -30,6 +30,12 @@ NVMET = [
                                        "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
 ]
 LABELS = {
+    "6.12": [
+        ("drivers/nvme/target/fc.c", 830, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_handle_ls_rqst_work is flushing "
+                                          "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+        ("drivers/nvme/target/fc.c", 1236, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_delete_assoc_work is flushing "
+                                           "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+    ],
     "7.3": NVMET + [
         ("drivers/scsi/scsi_transport_fc.c", 2897, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
                                                    "flushing !WQ_MEM_RECLAIM fc_dl_%d_%d:0x0"),
@@ -46,6 +52,12 @@ def _scan(tree, tmp_path):
     result = run("scan", "--format", "json", "--jobs", "2", tree, env={"XDG_CACHE_HOME": str(tmp_path)})
     assert result.exit_code == 1, result.stderr[-2000:]
     return json.loads(result.stdout)
+
+
+def test_reclaim_flush_dependency_on_6_12(linux_6_12_scan):
+    doc = json.loads(linux_6_12_scan[0])
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.12"])
+    assert _findings(doc, "flush-queue-mismatch") == []
 
 
 def test_reclaim_flush_dependency_on_7_3(linux_7_3, tmp_path):
