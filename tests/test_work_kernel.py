@@ -10,6 +10,11 @@ Labels (path, line of the flush, the kernel's warning):
 - qla2xxx: qla2xxx_wq (WQ_MEM_RECLAIM) runs qla2x00_iocb_work_fn(), whose relogin path adds
   the remote port; fc_remote_port_add() flushes the rport's devloss_work_q
   (alloc_workqueue("fc_dl_%d_%d", 0, 0)) through fc_flush_devloss().
+Known miss, kept out of the labels: 6.12 has the same qla2xxx path, but its
+fc_flush_devloss() flushes fc_host_devloss_work_q(shost), an accessor macro of
+include/scsi/scsi_transport_fc.h that scan.work does not expand (the queue is "fc_dl_%d",
+allocated with flags 0). 6.1's nvmet-fc allocates the per-queue work_q with
+alloc_workqueue("ntfc%d.%d.%d", 0, 0) as well.
 No tree flushes system_wq while its schedule_work() queues elsewhere: flush-queue-mismatch
 reports nothing in them (its sites are out-of-tree modules).
 """
