@@ -10,6 +10,10 @@ Labels (path, line of the flush, the kernel's warning):
 - qla2xxx: qla2xxx_wq (WQ_MEM_RECLAIM) runs qla2x00_iocb_work_fn(), whose relogin path adds
   the remote port; fc_remote_port_add() flushes the rport's devloss_work_q
   (alloc_workqueue("fc_dl_%d_%d", 0, 0)) through fc_flush_devloss().
+- gfs2 (6.1): glock_workqueue (WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_FREEZABLE) runs
+  glock_work_func(); a log flush failing there withdraws the filesystem, and gfs2_withdraw()
+  calls ->lm_unmount, gdlm_unmount(), which flushes sd_control_work, queued on gfs2_control_wq
+  (WQ_UNBOUND | WQ_FREEZABLE).
 Known miss, kept out of the labels: 6.12 has the same qla2xxx path, but its
 fc_flush_devloss() flushes fc_host_devloss_work_q(shost), an accessor macro of
 include/scsi/scsi_transport_fc.h that scan.work does not expand (the queue is "fc_dl_%d",
@@ -35,6 +39,14 @@ NVMET = [
                                        "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
 ]
 LABELS = {
+    "6.1": [
+        ("drivers/nvme/target/fc.c", 832, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_handle_ls_rqst_work is flushing "
+                                          "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+        ("drivers/nvme/target/fc.c", 1231, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_delete_assoc_work is flushing "
+                                           "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+        ("fs/gfs2/lock_dlm.c", 1392, "WQ_MEM_RECLAIM glock_workqueue:glock_work_func is flushing "
+                                     "!WQ_MEM_RECLAIM gfs2_control:gfs2_control_func"),
+    ],
     "6.12": [
         ("drivers/nvme/target/fc.c", 830, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_handle_ls_rqst_work is flushing "
                                           "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
@@ -57,6 +69,12 @@ def _scan(tree, tmp_path):
     result = run("scan", "--format", "json", "--jobs", "2", tree, env={"XDG_CACHE_HOME": str(tmp_path)})
     assert result.exit_code == 1, result.stderr[-2000:]
     return json.loads(result.stdout)
+
+
+def test_reclaim_flush_dependency_on_6_1(linux_6_1, tmp_path):
+    doc = _scan(linux_6_1, tmp_path)
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.1"])
+    assert _findings(doc, "flush-queue-mismatch") == []
 
 
 def test_reclaim_flush_dependency_on_6_12(linux_6_12_scan):

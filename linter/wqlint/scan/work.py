@@ -320,9 +320,14 @@ class WorkModel:
                 target = args[wi].strip()
                 if not _names_key(target, work, macro.startswith("DECLARE")):
                     continue
+                if work.tag and work.kind == "member" and not re.search(
+                        rb"\bstruct\s+" + re.escape(work.tag.encode()) + rb"\b", src.slice(*_span(src.chunk_at(line)))):
+                    continue  # a member of that name in another struct
                 out.append((Step(rel, line, src.line_text(line).strip(), f"{macro}() binds {target} to {fn}()"),
                             fn, rel))
-        return out
+        # A binding in the file that queues the item wins over those of its neighbours.
+        own = [b for b in out if b[2] == near]
+        return own or out
 
     # -- what the work function reaches ------------------------------------------------------
     def _reach(self, site, key, queued, bound, fn, near) -> list:
@@ -635,6 +640,10 @@ _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
 # primitives every function makes, whose bodies never flush a queue.
 _NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_BINDERS) | set(api.SCHEDULE_HELPERS)
                           | {"container_of", "to_delayed_work", "to_rcu_work", "list_for_each_entry"})
+
+
+def _span(chunk) -> tuple:
+    return chunk.first_line, chunk.last_line
 
 
 def _declared_tag(obj, scope: Scope) -> str:
