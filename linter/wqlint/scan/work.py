@@ -35,6 +35,8 @@ MAX_NEAR_FILES = 600  # files of a subsystem searched for a callee's definition
 # A function's header at column 0 (its name before the parameters), and `.member = function,`.
 _DEF_RE = re.compile(rb"(?m)^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
+# A call by name (`name(`, `(name)(`): a member's when `->` or `.` comes before the name.
+_CALL_RE = re.compile(rb"\b([A-Za-z_]\w*)\s*\)?\s*\(")
 _INIT_RE = re.compile(rb"(?m)^\s*\.\s*([A-Za-z_]\w*)\s*=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$")
 
 _QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
@@ -104,6 +106,7 @@ class WorkModel:
         self._keys: dict = {}  # id(site) -> Key | None
         self._fn_memo: dict = {}
         self._file_defs: dict = {}  # rel -> _defs(rel)
+        self._file_calls: dict = {}  # rel -> _callers_in()
         self._dir_defs: dict = {}  # directory -> _near_defs() of its files
         self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._related: dict = {}  # rel -> set of the files of its subsystem
@@ -453,6 +456,29 @@ class WorkModel:
             got = self._file_defs[rel] = (defs, inits, spans, [sp[0] for sp in spans])
         return got
 
+    def _callers_in(self, src, defs: tuple) -> tuple:
+        """({name: functions of the file whose body calls it}, {member: functions whose body
+        calls through it}), read once per file: every subsystem the file is near asks."""
+        got = self._file_calls.get(src.rel)
+        if got is None:
+            _defs, _inits, spans, starts = defs
+            by_name: dict = {}
+            by_member: dict = {}
+            text = src.data
+            for m in _CALL_RE.finditer(text):
+                at = m.start(1)
+                i = bisect.bisect_right(starts, at) - 1
+                if i >= 0 and at < spans[i][1]:
+                    name = m.group(1).decode()
+                    by_name.setdefault(name, set()).add(spans[i][2])
+                    j = at - 1
+                    while j >= 0 and text[j] in b" \t\n":
+                        j -= 1
+                    if j >= 0 and (text[j] == 0x2E or (text[j] == 0x3E and j > 0 and text[j - 1] == 0x2D)):  # . ->
+                        by_member.setdefault(name, set()).add(spans[i][2])
+            got = self._file_calls[src.rel] = (by_name, by_member)
+        return got
+
     def _reaching(self, near: str) -> set:
         """The functions of near's subsystem that may reach a flush within MAX_DEPTH calls, by
         a look at their text: those whose body calls a flush, then those whose body names one
@@ -482,6 +508,7 @@ class WorkModel:
                     if i >= 0 and m.start() < spans[i][1]:
                         out.add(spans[i][2])
             return out
+        called = [self._callers_in(src, d) for src, d in files]
         reach: set = set()
         frontier = callers(_FLUSH_RE)
         for _level in range(MAX_DEPTH):
@@ -489,13 +516,12 @@ class WorkModel:
             if not frontier:
                 break
             reach |= frontier
-            words = sorted(frontier)
-            members = sorted({m for fn in frontier for m in through.get(fn, ())})
-            alts = [rb"\b" + re.escape(w.encode()) for w in words]
-            alts += [rb"(?:->|\.)\s*" + re.escape(m.encode()) + rb"\b" for m in members]
             new = set()
-            for k in range(0, len(alts), 64):
-                new |= callers(re.compile(rb"(?:" + b"|".join(alts[k:k + 64]) + rb")\s*\)?\s*\("))
+            for by_name, by_member in called:
+                for fn in frontier:
+                    new |= by_name.get(fn, set())
+                    for member in through.get(fn, ()):
+                        new |= by_member.get(member, set())
             frontier = new
         self._reach_sets[here] = self._reach_sets[near] = reach
         return reach
