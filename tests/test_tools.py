@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -54,10 +52,9 @@ def _git(root, *args):
     subprocess.run(["git", *args], cwd=root, check=True, env=env, capture_output=True)
 
 
-def test_fix_apply_runs_nothing_the_repository_configures(tmp_path):
-    """core.fsmonitor, a filter's clean and process commands and a textconv driver in the
-    tree's .git/config, with a .gitattributes naming them: `fix --apply` runs none of them,
-    and still tells committed files from changed ones."""
+def _committed_tree(tmp_path):
+    """A tiny tree committed in a git repository whose .gitattributes names an 'evil' filter
+    and diff driver for every .c file, and an empty directory for the marks commands leave."""
     root = tiny_tree(tmp_path)
     marks = tmp_path / "ran"
     marks.mkdir()
@@ -65,6 +62,15 @@ def test_fix_apply_runs_nothing_the_repository_configures(tmp_path):
     _git(root, "init", "-q")
     _git(root, "add", ".")
     _git(root, "commit", "-qm", "base")
+    return root, marks
+
+
+
+def test_fix_apply_runs_nothing_the_repository_configures(tmp_path):
+    """core.fsmonitor, a filter's clean and process commands and a textconv driver in the
+    tree's .git/config, with a .gitattributes naming them: `fix --apply` runs none of them,
+    and still tells committed files from changed ones."""
+    root, marks = _committed_tree(tmp_path)
     for key, name in (("core.fsmonitor", "fsmonitor"), ("filter.evil.clean", "clean"),
                       ("filter.evil.process", "process"), ("diff.evil.textconv", "textconv"),
                       ("core.pager", "pager")):
@@ -211,13 +217,7 @@ def test_review_git_runs_nothing_the_repository_configures(tmp_path):
     """review --git reads the series and the base blobs: the repository's hooks, diff and
     textconv drivers, external diff, filters, pager, fsmonitor and signature checks stay
     unrun, and its diff.noprefix and colours do not change what wqlint reads."""
-    root = tiny_tree(tmp_path)
-    marks = tmp_path / "ran"
-    marks.mkdir()
-    (root / ".gitattributes").write_text("*.c filter=evil diff=evil\n")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "base")
+    root, marks = _committed_tree(tmp_path)
     (root / "drivers/demo/demo.c").write_text(DRIVER.replace("WQ_MEM_RECLAIM, 0", "WQ_UNBOUND, num_online_cpus()"))
     _git(root, "commit", "-qam", "demo: use every CPU")
     for key, name in (("core.fsmonitor", "fsmonitor"), ("filter.evil.clean", "clean"),
