@@ -2,11 +2,12 @@
 object, read from a small tree of Kbuild files the way Kbuild descends into them."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from wqlint.fix.verify import config_options, touched_files
+from wqlint.fix.verify import VerifyError, config_options, touched_files
 
 KBUILD = {
     "Kbuild": "obj-y += kernel/ drivers/\nobj-$(CONFIG_BLOCK) += block/\nobj-$(CONFIG_NET) += net/\n",
@@ -59,6 +60,15 @@ def test_touched_files_are_read_from_the_patches(tmp_path):
     one.write_text("--- a/x.c\n+++ b/x.c\n@@ -1 +1 @@\n-a\n+b\n--- a/y/z.c\n+++ b/y/z.c\n")
     two.write_text("--- a/x.c\n+++ b/x.c\n+++ b/not a path\n")
     assert touched_files([two, one]) == ["x.c", "y/z.c"]
+
+
+@pytest.mark.parametrize("name", ["../outside.c", "y/../../outside.c", "/etc/passwd"])
+def test_a_patch_naming_a_file_outside_the_tree_is_refused(tmp_path, name):
+    # verify compiles and may copy back each touched file: none may lie outside the scratch tree
+    patch = tmp_path / "0001-a.patch"
+    patch.write_text(f"--- a/x.c\n+++ b/x.c\n--- a/{name}\n+++ b/{name}\n")
+    with pytest.raises(VerifyError, match=f"0001-a.patch: names a file outside the tree: {re.escape(name)}"):
+        touched_files([patch])
 
 
 def test_kconfig_names_what_enables_an_option(tmp_path):

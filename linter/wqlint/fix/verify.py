@@ -108,7 +108,10 @@ def touched_files(patches: list) -> list:
     """The files a series of patches changes (its +++ b/ lines), sorted."""
     files = set()
     for patch in patches:
-        files.update(re.findall(r"^\+\+\+ b/(\S+)$", _read(Path(patch), MAX_INPUT_BYTES), re.M))
+        for rel in re.findall(r"^\+\+\+ b/(\S+)$", _read(Path(patch), MAX_INPUT_BYTES), re.M):
+            if rel.startswith("/") or ".." in rel.split("/"):
+                raise VerifyError(f"{Path(patch).name}: names a file outside the tree: {rel}")
+            files.add(rel)
     return sorted(files)
 
 
