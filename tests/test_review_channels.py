@@ -260,7 +260,9 @@ def test_patchwork_target_url_must_be_a_url():
 
 
 @pytest.mark.parametrize("content, problem", [
-    (b"[1, 2", "not b4's tracking data (InputRefused: "),
+    (b"[1, 2", "not b4's tracking data (Expecting ',' delimiter: line 1 column 6"),
+    (b'{"series": {"change-id": "a"}}', "not b4's tracking data (no 'first-patch-commit')"),
+    (b'{"series": [1]}', "not b4's tracking data (not a JSON object with a \"series\" object)"),
     (b'{"series": {"first-patch-commit": "--output=/tmp/x", "change-id": "a"}}', "is not a commit id"),
     (b'{"series": {"first-patch-commit": "abcdef0", "change-id": "../../x"}}', "cannot name a branch"),
     (b"[" * 100000, "not b4's tracking data"),

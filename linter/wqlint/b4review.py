@@ -32,9 +32,13 @@ def _tracking(tracking_path) -> tuple:
         data = safeio.parse_json(safeio.read_bytes(tracking_path, MAX_TRACKING_BYTES))
         series = data["series"]
         first, change_id = series["first-patch-commit"], series["change-id"]
-    except (safeio.InputRefused, ValueError, KeyError, TypeError) as exc:
-        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: not b4's tracking data "
-                          f"({type(exc).__name__}: {exc})") from None
+    except (safeio.InputRefused, ValueError) as exc:
+        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: not b4's tracking data ({exc})") from None
+    except KeyError as exc:
+        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: not b4's tracking data (no {exc})") from None
+    except TypeError:
+        raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: not b4's tracking data (not a JSON object "
+                          "with a \"series\" object)") from None
     if not isinstance(first, str) or not re.fullmatch(r"[0-9a-f]{7,64}", first):
         raise ReviewError(f"B4_TRACKING_FILE {tracking_path}: first-patch-commit {first!r} is not a commit id")
     if not isinstance(change_id, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", change_id) \
