@@ -94,11 +94,23 @@ def test_a_slice_of_a_kernel_tree_is_not_a_module(tmp_path):
 
 def test_a_compat_branch_the_module_chooses_by_configure_is_left_alone(tmp_path):
     """wqcompat.c's flush_workqueue(system_wq) is in the #else of an #ifdef that configure
-    decides, whose other branch already uses system_percpu_wq: reported with the reason,
-    not rewritten (a hand edit there would break the kernels that branch is for)."""
-    got = run("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", "--rule",
-              "deprecated-system-workqueue", COMPAT)
-    assert got.exit_code == 0 and got.stdout == ""
-    assert ("not fixed [deprecated-system-workqueue] (1): the call is in a branch of an #if whose other "
-            "branch already makes the change (see the chain): the module's code for kernels without the "
-            "replacement, left as it is\n  wqcompat.c:42:2\n") in got.stderr
+    decides, whose other branch already uses system_percpu_wq: on a kernel with the
+    replacement the module builds that other branch, so the line is neither reported nor
+    rewritten (a hand edit there would break the kernels it is for). The same call with no
+    such #if around it is both."""
+    import json
+    got = run("scan", "--format", "json", "--kernel-version", "7.3", "--no-cache", COMPAT)
+    assert [f["line"] for f in json.loads(got.stdout)["findings"]
+            if f["rule"] == "deprecated-system-workqueue"] == []
+    fixed = run("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", "--rule",
+                "deprecated-system-workqueue", COMPAT)
+    assert fixed.exit_code == 0 and fixed.stdout == "" and "; 0 not fixed\n" in fixed.stderr
+    plain = tmp_path / "plain"
+    shutil.copytree(COMPAT, plain)
+    c = plain / "wqcompat.c"
+    c.write_text(c.read_text().replace("#ifdef HAVE_SYSTEM_PERCPU_WQ\n\tflush_workqueue(system_percpu_wq);\n#else\n",
+                                       "").replace("\tflush_workqueue(system_wq);\n#endif\n",
+                                                   "\tflush_workqueue(system_wq);\n"))
+    got = run("scan", "--format", "json", "--kernel-version", "7.3", "--no-cache", plain)
+    assert [f["line"] for f in json.loads(got.stdout)["findings"]
+            if f["rule"] == "deprecated-system-workqueue"] == [39]

@@ -19,6 +19,10 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
     new = api.DEPRECATED_SYSTEM_QUEUES.get(use.queue)
     if new is None or new not in ctx.declared:
         return []
+    if use.compat_undecided:
+        # One branch of an #if the module's configure step decides names the replacement, this
+        # one the old queue: on a kernel with the replacement the module builds the other.
+        return []
     call = api.QUEUE_CALLS_BY_NAME[use.call]
     parts = [f"{use.queue} -> {new}"]
     if not call.queues:
@@ -30,8 +34,9 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
         parts.append(waits)
     hints = {f"queue-arg={use.arg}"}
     if use.compat_pair:
-        # The other branch of an #if not decided here already names the replacement: this
-        # one is the module's code for kernels without it, not a use to rewrite.
+        # The module takes this branch on the scanned kernel (its version test predates a
+        # backport of the replacement), whose other branch already names the replacement:
+        # reported, and not a use to rewrite.
         parts.append(f"the other branch of '{use.compat_pair}' already uses {new}")
         hints.add("compat-branch")
     return [use_finding(use, ctx, RULE, "; ".join(parts), hints=frozenset(hints), new=new)]

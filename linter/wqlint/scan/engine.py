@@ -486,7 +486,7 @@ class Engine:
                       f"{spec.name}() on {name} (argument {spec.queue_arg + 1})"),
             function=scope.name if scope.kind == "function" else "",
             suppressed=self._suppressed(src, line), conditions=tuple(self._condition_steps(src, conds)),
-            compat_pair=self._compat_pair(src, conds, api.DEPRECATED_SYSTEM_QUEUES.get(name, "")),
+            **self._compat_pair(src, conds, api.DEPRECATED_SYSTEM_QUEUES.get(name, "")),
             within=scope.name if scope.kind != "file" else "",
             scheduled=() if spec.queues else self._helper_calls(src))
 
@@ -644,18 +644,19 @@ class Engine:
             return [self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
         return out
 
-    def _compat_pair(self, src, conds, new: str) -> str:
-        """The text of an #if whose other branch already uses new (the replacement of what
-        this line uses): this line is the module's code for kernels without it, whether the
-        #if is left undecided (a configure-generated HAVE_*) or taken for a kernel that has
-        the replacement before the version the module tests (a backport). '' when none."""
+    def _compat_pair(self, src, conds, new: str) -> dict:
+        """QueueUse's compat_pair and compat_undecided: the text of the innermost #if whose
+        other branch already uses new (the replacement of what this line uses), which makes
+        this line the module's code for kernels without it, and whether that #if is left
+        undecided (a configure-generated HAVE_*) rather than taken for a kernel that has the
+        replacement before the version the module tests (a backport). {} when none."""
         if not new:
-            return ""
+            return {}
         word = re.compile(rb"\b" + new.encode() + rb"\b")
-        for cond, _truth, _nowhere, _why in conds:
+        for cond, truth, _nowhere, _why in reversed(conds):
             if word.search(block_text(src, cond.line)):
-                return cond.text
-        return ""
+                return {"compat_pair": cond.text, "compat_undecided": truth is None}
+        return {}
 
     def _flows(self, sites, bits) -> list:
         """The work items put on queues allocated with api.RESCUER_FLAG whose functions reach a

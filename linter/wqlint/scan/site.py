@@ -78,7 +78,8 @@ class QueueUse:
     only: Optional[frozenset[str]] = None
     skip: frozenset[str] = frozenset()
     conditions: tuple[Step, ...] = ()  # Steps naming the #if conditions the call is compiled under
-    compat_pair: str = ""  # an undecided #if whose other branch uses the replacement already
+    compat_pair: str = ""  # an #if whose other branch uses the replacement already
+    compat_undecided: bool = False  # that #if is left for the module's configure step to decide
     within: str = ""  # the function or macro whose definition holds the call
     # (helper, Step) of the calls in the same file of the API's helpers that queue on a
     # system queue themselves (api.SCHEDULE_HELPERS): the work a flush may mean to wait for.
