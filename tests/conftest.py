@@ -55,6 +55,16 @@ def unpacked_kernel(series: str) -> Path:
     return tree
 
 
+def debian_module(package: str) -> Path:
+    """The source of the out-of-tree module Debian's PACKAGE (a *-dkms) carries in usr/src/,
+    unpacked once into the cache by scripts/debian-package."""
+    found = subprocess.run([str(REPO / "scripts" / "debian-package"), package], capture_output=True, text=True)
+    sources = sorted(Path(found.stdout.strip() or "/nonexistent", "usr", "src").glob("*/"))
+    if found.returncode or len(sources) != 1:
+        pytest.fail(f"{package}: {found.stderr.strip() or 'not one directory in usr/src'}")
+    return sources[0]
+
+
 @pytest.fixture(scope="session")
 def linux_6_12() -> Path:
     return unpacked_kernel("6.12")

@@ -1,0 +1,84 @@
+"""Real out-of-tree modules, as Debian's *-dkms packages carry them, scanned against the kernels
+they build for: exactly the sites labelled by reading their C.
+
+Labels (a line is named by its text, so that a later upload of the package that moves it
+still finds it; a label whose text is gone must be read again):
+- dahdi (include/dahdi/kernel.h): for kernels after 6.5.12 it defines its own
+  flush_scheduled_work() as __flush_workqueue(system_wq). Since the system queue split
+  (Debian's 6.12.117, 7.x) schedule_work() queues on system_percpu_wq, so this waits for none
+  of the work it is meant to wait for (flush-queue-mismatch), and names a deprecated queue
+  (deprecated-system-workqueue). On 6.1 the #if leaves it out. Its eight
+  create_singlethread_workqueue() calls are legacy-create-workqueue on every version.
+- zfs (module/os/linux/zfs/zvol_os.c, zvol_os_add_disk()): on 6.9+ kernels it queues the
+  add_disk work with schedule_delayed_work() and then __flush_workqueue(system_wq), to wait
+  for the fput work of the system queue: the same mismatch since the split. Its
+  workqueue_compat.h picks __flush_workqueue(system_percpu_wq) or (system_wq) by a
+  configure-generated HAVE_*: the system_wq branches are the module's code for kernels without
+  the replacement, and are not reported. Nothing on 6.1.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import debian_module, unpacked_kernel
+from helpers import run
+
+pytestmark = pytest.mark.kernel
+
+DAHDI_FLUSH = ("include/dahdi/kernel.h", "\t__flush_workqueue(system_wq);\t\t\t\\")
+ZFS_FLUSH = ("module/os/linux/zfs/zvol_os.c", "\t__flush_workqueue(system_wq);")
+DAHDI_LEGACY = [  # create_singlethread_workqueue(): legacy-create-workqueue on every version
+    ("drivers/dahdi/voicebus/GpakCust.c", '\tvpm->wq = create_singlethread_workqueue("vpmadt032");'),
+    ("drivers/dahdi/voicebus/vpmoct.c", '\twork->wq = create_singlethread_workqueue("vpmoct");'),
+    ("drivers/dahdi/wctdm24xxp/base.c", '\tbg->wq = create_singlethread_workqueue("wctdm_bg");'),
+    ("drivers/dahdi/wctdm24xxp/xhfc.c", "\tb4->xhfc_ws = create_singlethread_workqueue(b4->name);"),
+    ("drivers/dahdi/wcte12xp/base.c", "\twc->wq = create_singlethread_workqueue(wc->name);"),
+    ("drivers/dahdi/wcte13xp-base.c", "\twc->wq = create_singlethread_workqueue(wc->name);"),
+    ("drivers/dahdi/wcte43x-base.c", "\twc->wq = create_singlethread_workqueue(KBUILD_MODNAME);"),
+    ("drivers/dahdi/xpp/xbus-core.c", "\tworker->wq = create_singlethread_workqueue(xbus->busname);"),
+]
+SPLIT = ["deprecated-system-workqueue", "flush-queue-mismatch"]
+
+
+def line_of(root, path, text) -> int:
+    (line,) = [n for n, ln in enumerate((root / path).read_text(errors="replace").splitlines(), 1) if ln == text]
+    return line
+
+
+def scan(module, series):
+    got = run("scan", "--format", "json", "--no-cache", "--kernel-tree", unpacked_kernel(series), module)
+    assert got.exit_code in (0, 1), got.stderr
+    return json.loads(got.stdout)["findings"]
+
+
+@pytest.mark.parametrize("series", ["6.1", "6.12", "7.3"])
+def test_dahdi(series):
+    module = debian_module("dahdi-dkms")
+    findings = scan(module, series)
+    want = [("legacy-create-workqueue", path, line_of(module, path, text)) for path, text in DAHDI_LEGACY]
+    if series != "6.1":
+        want += [(rule, DAHDI_FLUSH[0], line_of(module, *DAHDI_FLUSH)) for rule in SPLIT]
+    assert sorted((f["rule"], f["path"], f["line"]) for f in findings) == sorted(want)
+    if series == "7.3":
+        (mismatch,) = [f for f in findings if f["rule"] == "flush-queue-mismatch"]
+        assert mismatch["message"].endswith(
+            "(__flush_workqueue(system_wq) waits only for work queued on system_wq by name; on v7.3.4 "
+            "flush_scheduled_work() flushes system_percpu_wq; this is a definition of flush_scheduled_work(), "
+            "which is to wait for schedule_work() items)")
+
+
+@pytest.mark.parametrize("series", ["6.1", "6.12", "7.3"])
+def test_zfs(series):
+    module = debian_module("zfs-dkms")
+    findings = scan(module, series)
+    want = [] if series == "6.1" else [(rule, ZFS_FLUSH[0], line_of(module, *ZFS_FLUSH)) for rule in SPLIT]
+    assert sorted((f["rule"], f["path"], f["line"]) for f in findings) == want
+    if series == "6.12":
+        (mismatch,) = [f for f in findings if f["rule"] == "flush-queue-mismatch"]
+        queued = line_of(module, ZFS_FLUSH[0], "\tschedule_delayed_work(&add_disk_work.work, 0);")
+        assert mismatch["message"].endswith(
+            "(__flush_workqueue(system_wq) waits only for work queued on system_wq by name; on v6.12.117 "
+            f"schedule_delayed_work() queues on system_percpu_wq; this file queues work with "
+            f"schedule_delayed_work() (line {queued}))")
