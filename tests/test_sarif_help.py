@@ -51,6 +51,22 @@ def test_suppressed_findings_are_results_with_their_justification(scanned):
     assert [ln.split(":")[1] for ln in text.stdout.splitlines() if not ln.startswith(" ")] == ["9"]
 
 
+@pytest.mark.parametrize("comment, hidden, why", [
+    # a reason with no rule list hides every rule: its first word is not a rule id
+    ("/* wqlint: ignore because the firmware allows one per CPU */", True, "because the firmware allows one per CPU"),
+    ("/* wqlint: ignore unbound-max-active-cpu-count: one per CPU */", True, "one per CPU"),
+    ("/* wqlint: ignore missing-affinity-flag one per CPU */", False, None),
+])
+def test_a_rule_list_without_brackets(tmp_path, comment, hidden, why):
+    (tmp_path / "sup.c").write_text("#include <linux/workqueue.h>\n#include <linux/cpumask.h>\n"
+                                    "static struct workqueue_struct *a;\nint f(void)\n{\n\t" + comment +
+                                    '\n\ta = alloc_workqueue("sup_a", WQ_UNBOUND, num_online_cpus());\n\treturn 0;\n}\n')
+    result = run("scan", tmp_path, "--format", "sarif", "--kernel-version", "6.12")
+    (got,) = [r.get("suppressions") for r in json.loads(result.stdout)["runs"][0]["results"]
+              if r["ruleId"] == "unbound-max-active-cpu-count"]
+    assert got == ([{"kind": "inSource", "status": "accepted", "justification": why}] if hidden else None)
+
+
 def test_schema_valid(scanned):
     jsonschema = pytest.importorskip("jsonschema")
     if not SCHEMA.is_file():

@@ -36,7 +36,10 @@ WORKQUEUE_C = "kernel/workqueue.c"  # WQ_NAME_LEN and what __alloc_workqueue() d
 MAX_ROUNDS = 12
 MAX_CALLS_PER_FILE = 400  # allocation calls in one file (the kernel's most: a few dozen)
 MAX_WRAPPER_DEPTH = 6
-_SUPPRESS_RE = re.compile(r"wqlint:\s*ignore(?:\[([\w\s,-]*)\]|\s+([\w-]+(?:\s*,\s*[\w-]+)*))?")
+# `wqlint: ignore[rule-id, ...] reason`, or `wqlint: ignore rule-id, ... reason` (words shaped as
+# rule ids are: lower case, with a hyphen), or `wqlint: ignore reason` (all rules).
+_ID = r"[a-z0-9]+(?:-[a-z0-9]+)+"
+_SUPPRESS_RE = re.compile(rf"wqlint:\s*ignore(?:\[([\w\s,-]*)\]|\s+({_ID}(?:\s*,\s*{_ID})*)(?![\w-]))?")
 
 
 class UsageError(Exception):
