@@ -56,6 +56,21 @@ def test_values_and_their_steps():
     assert back == value and type(back.args[0].options[0]) is CpuCount
 
 
+def test_an_alternative_keeps_what_it_marks():
+    """Alt.mark (a Mark or None: an Enum in a union) comes back as stored; a mark that is no
+    Mark is Invalid."""
+    from wqlint.scan.values import Mark
+    step = Step("a.c", 4, "if (x)", "if 'x' is true")
+    value = Op(None, "|", (Alt(step, (Const(None, 2),), "", mark=Mark.CONDITION), Alt(None, (Const(None, 1),), "")))
+    c = codec.Codec(codec_value_type(), shared=(Step,))
+    data = json.loads(json.dumps(c.encode(value)))
+    back = c.decode(data)
+    assert back == value and [a.mark for a in back.args] == [Mark.CONDITION, None]
+    data["value"][3][0][-1] = "elsewhere"
+    with pytest.raises(codec.Invalid):
+        c.decode(data)
+
+
 def codec_value_type():
     from wqlint.scan.values import Value
     return Value

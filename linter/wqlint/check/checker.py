@@ -372,7 +372,7 @@ class Checker:
                     and st.path == shown_main and st.line == tree_site.line:
                 i = st.binds[1]
                 if i < len(values) and not has_unknown(values[i]):
-                    return Alt(st, (values[i],), v.why)
+                    return Alt(st, (values[i],), v.why, mark=v.mark)
                 return v
             return rebuilt(v, st, tuple(kids))
 

@@ -149,8 +149,10 @@ def encode_value(value, memo: dict) -> list:
         out = ["o", s, value.op, [encode_value(a, memo) for a in value.args]]
     elif isinstance(value, Alt):
         out = ["a", s, [encode_value(o, memo) for o in value.options], value.why]
-        if value.guards:
+        if value.guards or value.mark is not None:
             out.append([[[c.key, c.arm, _enc_step(c.step)] for c in guard] for guard in value.guards])
+        if value.mark is not None:
+            out.append(value.mark.value)
     else:
         out = ["u", s, f"unsupported value {type(value).__name__}"]
     memo[key] = out
@@ -159,7 +161,7 @@ def encode_value(value, memo: dict) -> list:
 
 def decode_value(data, path_of):
     """The value encoded as data, with every step's path passed through path_of."""
-    from wqlint.scan.values import Alt, Cond, Const, CpuCount, Op, Param, Str, Tunable, Unknown
+    from wqlint.scan.values import Alt, Cond, Const, CpuCount, Mark, Op, Param, Str, Tunable, Unknown
 
     def dec(d):
         kind, s = d[0], _dec_step(d[1], path_of)
@@ -178,7 +180,7 @@ def decode_value(data, path_of):
         if kind == "a":
             guards = tuple(tuple(Cond(_tuple(c[0]), c[1], _dec_step(c[2], path_of)) for c in g) for g in d[4]) \
                 if len(d) > 4 else ()
-            return Alt(s, tuple(dec(o) for o in d[2]), d[3], guards)
+            return Alt(s, tuple(dec(o) for o in d[2]), d[3], guards, Mark(d[5]) if len(d) > 5 else None)
         return Unknown(s, d[2])
     return dec(data)
 

@@ -86,7 +86,8 @@ class Mapping:
         def node(v, kids=()):
             if isinstance(v, Alt):
                 return Alt(self.step(v.step), tuple(kids), v.why,
-                           tuple(tuple(Cond(c.key, c.arm, self.step(c.step)) for c in g) for g in v.guards))
+                           tuple(tuple(Cond(c.key, c.arm, self.step(c.step)) for c in g) for g in v.guards),
+                           v.mark)
             return rebuilt(v, self.step(v.step), tuple(kids))
         # (a node met again, in this value or an earlier one, is mapped once: _mapped)
         return fold(value, node, node, self._mapped)

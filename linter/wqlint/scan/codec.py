@@ -263,6 +263,8 @@ class Codec:
             return lambda v, t=hint: type(v) is t
         if origin in (tuple, list, set, frozenset, dict):
             return lambda v, t=origin: type(v) is t
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return lambda v, t=hint: type(v) is t
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             allowed = frozenset(_subclasses(hint))
             return lambda v: type(v) in allowed
@@ -279,6 +281,11 @@ class Codec:
             return ("bool",)
         if hint in (str, bytes):
             return ("str",)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            kinds = {type(m.value) for m in hint}
+            if kinds not in ({int}, {str}):
+                raise TypeError(f"cannot store {hint!r} in a union: its values are not all int or all str")
+            return ("int",) if kinds == {int} else ("str",)
         if origin is dict and typing.get_args(hint)[0] is str:
             return ("object",)
         return ("array",)

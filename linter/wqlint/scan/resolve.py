@@ -29,7 +29,7 @@ from wqlint.scan.macros import Macros
 from wqlint.scan.scope import Scope, step_of
 from wqlint.scan.structs import Structs
 from wqlint.scan.symbols import Symbols
-from wqlint.scan.values import Alt, Cond, Const, CpuCount, Op, Param, Str, Unknown, Value, walk
+from wqlint.scan.values import Alt, Cond, Const, CpuCount, Mark, Op, Param, Str, Unknown, Value, walk
 
 CPU_COUNT_NAMES = frozenset(api.CPU_COUNT_NAMES)
 CPU_COUNT_STATIC = api.CPU_COUNT_STATIC
@@ -220,12 +220,12 @@ class Resolver:
                     cap = rhs if d.op == "<=" else Op(None, "-", (rhs, Const(None, 1)))
                     how = "at most" if d.op == "<=" else "below"
                     v = Alt(step_of(scope, d.node, f"{label} is {how} '{short(parser.text(d.rhs))}' here"),
-                            (Op(None, "min", (v, cap)),), "assignment")
+                            (Op(None, "min", (v, cap)),), "", mark=Mark.ASSIGNMENT)
                     continue
                 if d.op != "=":
                     rhs = Op(None, d.op[:-1], (v if v is not None else unset(d.node), rhs))
-                v = Alt(step_of(scope, d.node, f"{label} = '{short(parser.text(d.rhs))}'"), (rhs,),
-                        "assignment")
+                v = Alt(step_of(scope, d.node, f"{label} = '{short(parser.text(d.rhs))}'"), (rhs,), "",
+                        mark=Mark.ASSIGNMENT)
             assert v is not None, "Flow.run() keeps only the paths with an assignment"
             options.append(v)
         if len(options) == 1:

@@ -8,6 +8,7 @@ call back to the CPU count.
 """
 from __future__ import annotations
 
+import enum
 import itertools
 from dataclasses import dataclass, field, replace
 from typing import Optional, Union
@@ -83,6 +84,14 @@ class Cond:
     step: Step  # the decision's line, the note naming the arm taken
 
 
+class Mark(enum.Enum):
+    """What an Alt of one option stands for in a chain, where code asks (Alt.why says it to
+    a reader)."""
+
+    CONDITION = "condition"  # a decision narrow() took: its step names the arm
+    ASSIGNMENT = "assignment"  # an assignment, or a bound, on a path through a function (resolve.py)
+
+
 @dataclass(frozen=True)
 class Alt(Value):
     options: tuple[Value, ...]
@@ -90,6 +99,7 @@ class Alt(Value):
     # Per option, the arms (tuple of Cond) of the decisions that lead to it; () when the
     # options are not told apart by any decision of the C (several assignments to a field).
     guards: tuple[tuple[Cond, ...], ...] = ()
+    mark: Optional[Mark] = None
 
 
 def with_step(value: Value, step: Optional[Step]) -> Value:
@@ -270,7 +280,7 @@ def rebuilt(value: Value, step: Optional[Step], kids: tuple) -> Value:
     if isinstance(value, Op):
         return Op(step, value.op, kids)
     if isinstance(value, Alt):
-        return Alt(step, kids, value.why, value.guards)
+        return Alt(step, kids, value.why, value.guards, value.mark)
     if isinstance(value, Tunable):
         return Tunable(step, kids[0], value.how)
     return value if step is value.step else replace(value, step=step)
@@ -369,7 +379,7 @@ def _rebuild(value: Value, leaf, pick) -> Value:
         if v.guards:  # the decisions of the options kept (an option met twice: its last)
             last = {id(o): i for i, o in enumerate(v.options)}
             guards = tuple(v.guards[last[id(v.options[i])]] for i in at)
-        return Alt(v.step, tuple(kids[i] for i in at), v.why, guards)
+        return Alt(v.step, tuple(kids[i] for i in at), v.why, guards, v.mark)
     return fold(value, leaf, inner)
 
 
@@ -427,7 +437,7 @@ def _bound_of(v: Value, got: list) -> Value:
         if not at or len(at) == len(parts):
             at = list(range(len(parts)))
         guards = tuple(v.guards[i] for i in at) if v.guards else ()
-        return Alt(v.step, tuple(parts[i] for i in at), v.why, guards)
+        return Alt(v.step, tuple(parts[i] for i in at), v.why, guards, v.mark)
     if isinstance(v, Op) and v.op in ("min", "max") and known and len(known) < len(parts):
         return known[0] if len(known) == 1 else Op(v.step, v.op, tuple(known))
     if isinstance(v, Op) and v.op == "clamp" and len(parts) == 3 and has_unknown(parts[0]) \
@@ -470,10 +480,10 @@ def narrow(value: Value, choice: dict, mark: bool = True) -> Optional[Value]:
             if mark:
                 for c in reversed(guard):
                     if c.key in choice:
-                        n = Alt(c.step, (n,), "condition")
+                        n = Alt(c.step, (n,), "", mark=Mark.CONDITION)
             opts.append(n)
             guards.append(tuple(c for c in guard if c.key not in choice))
-        return Alt(v.step, tuple(opts), v.why, tuple(guards) if any(guards) else ()) if opts else None
+        return Alt(v.step, tuple(opts), v.why, tuple(guards) if any(guards) else (), v.mark) if opts else None
     return fold(value, lambda v: v, inner, {})
 
 
@@ -519,7 +529,7 @@ def _shape(value: Value):
     operator, an alternative's step) and its parts' forms."""
     def inner(v: Value, got: list):
         if isinstance(v, Alt):
-            if v.why == "condition" and len(v.options) == 1:
+            if v.mark is Mark.CONDITION and len(v.options) == 1:
                 return got[0]
             return ("a", v.step, tuple(got))
         if isinstance(v, Op):
@@ -532,7 +542,7 @@ def condition_steps(value: Value) -> list:
     """The decisions (marked by narrow) and the assignments on the way to value's leaves."""
     out = []
     for v in walk(value):
-        if isinstance(v, Alt) and v.step is not None and v.why in ("condition", "assignment"):
+        if isinstance(v, Alt) and v.step is not None and v.mark is not None:
             if v.step not in out:
                 out.append(v.step)
     return out
@@ -540,4 +550,4 @@ def condition_steps(value: Value) -> list:
 
 def decisions_taken(value: Value) -> list:
     """The steps of the decisions narrow() recorded in value."""
-    return [v.step for v in walk(value) if isinstance(v, Alt) and v.why == "condition"]
+    return [v.step for v in walk(value) if isinstance(v, Alt) and v.mark is Mark.CONDITION]
