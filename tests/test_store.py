@@ -835,3 +835,18 @@ def test_a_changed_file_too_large_to_read_means_starting_from_nothing_once(tree,
     assert [f[0] for f in cpu_findings(got)] == ["fs/foo/super.c"]
     again = engine.scan([str(tree)], cat, cache=True)
     assert again.grep_rounds == 0 and shape(again) == shape(got)
+
+
+def test_what_a_killed_save_left_is_removed_by_the_next(tree, cat):
+    """SIGKILL while the index is written leaves its temporary file (no handler runs): the
+    next save removes such files once they are an hour old, and leaves a younger one (another
+    run may be writing it) and anything not shaped like one."""
+    engine.scan([str(tree)], cat, cache=True)
+    path = store.Store(tree).path
+    old, young, other = (path.parent / f".{path.name}.{x}" for x in ("k1ll3d.wqlint", "wr1t1ng.wqlint", "k1ll3d.txt"))
+    for f in (old, young, other):
+        f.write_bytes(b"partial")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))  # so that the index is saved again
+    engine.scan([str(tree)], cat, cache=True)
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, young.name, other.name])

@@ -337,10 +337,38 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
         _replace(target, data, old)
 
 
+def remove_stale_temps(path: str | os.PathLike, age: float = 3600.0) -> int:
+    """Remove what write_atomic(path) left behind when it was killed (SIGKILL cannot be
+    deferred): its temporary files beside path, regular files of this user untouched for age
+    seconds (a younger one may be another run's, being written). The number removed."""
+    import time
+
+    directory, name = os.path.split(os.path.realpath(path))
+    prefix, removed = f".{name}.", 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(_TEMP_SUFFIX)):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and time.time() - st.st_mtime > age:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+_TEMP_SUFFIX = ".wqlint"
+
+
 def _replace(target, data: bytes, old) -> None:
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".wqlint")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -559,6 +559,7 @@ class Store:
         except (OSError, safeio.OutputRefused, codec.Unstorable, RecursionError, struct.error):
             return False
         self.unsaved = False
+        safeio.remove_stale_temps(self.path)  # of a run that was killed while saving
         for old in (f"{self.name}.pickle", f"{self.name}.lock"):  # the index of wqlint 0.x before this format
             try:
                 os.unlink(self.dir / old)
