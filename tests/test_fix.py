@@ -233,7 +233,7 @@ def test_fix_cocci_makes_the_same_change_as_fix(tmp_path):
     out = tmp_path / "out"
     from wqlint.fix import cocci_gen
     from wqlint.fix.plan import plan
-    from wqlint.scan.engine import scan
+    from wqlint.lint import scan
     cat = catalogue.load()
     result = plan(scan([str(by_spatch)], cat), cat, "reference", suggestions=True)
     out.mkdir()

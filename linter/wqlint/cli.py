@@ -528,7 +528,8 @@ def _reported_text(path, new) -> str:
 def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=True,
              suppressed=False):
     """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
-    from wqlint.scan.engine import UsageError, scan as ts_scan
+    from wqlint.lint import scan as ts_scan
+    from wqlint.scan.engine import UsageError
 
     try:
         return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,

@@ -31,6 +31,7 @@ from typing import Optional
 
 from wqlint import kversion
 from wqlint.catalogue import fill
+from wqlint.checks import judge
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.scan.engine import Engine, find_root
 from wqlint.scan.index import Overlay
@@ -553,8 +554,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
             engine.save_store = False
         # Most of a review is waiting for searches of the tree: run both sides at once.
         with ThreadPoolExecutor(2) as pool:
-            before_job = pool.submit(before_engine.run)
-            after = after_engine.run()
+            before_job = pool.submit(before_engine.run, judge)
+            after = after_engine.run(judge)
             before = before_job.result()
         if opts.get("store") is not None and not before_engine.index.errors and not after_engine.index.errors:
             opts["store"].save()
@@ -565,7 +566,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
             before_engine = Engine([empty], catalogue, files=Overlay(Path(empty), base), **opts)
             after_engine = Engine([empty], catalogue, files=Overlay(Path(empty), overlay), **opts)
-            before, after = before_engine.run(), after_engine.run()
+            before, after = before_engine.run(judge), after_engine.run(judge)
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")
     result.kernel_version = after.kernel_version

@@ -115,7 +115,8 @@ class Checker:
         return got
 
     def scan(self, unit: Unit, facts, workdir):
-        from wqlint.scan.engine import Engine, judge
+        from wqlint.checks import judge
+        from wqlint.scan.engine import Engine
 
         self.unit = unit
         unit_dir = os.path.join(workdir, "unit")

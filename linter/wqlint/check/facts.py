@@ -62,7 +62,7 @@ from wqlint.check import names
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
 # checker process, and those imports would cost more than reading the facts.
 
-FORMAT = 4
+FORMAT = 5
 FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
 
@@ -195,8 +195,9 @@ def encode_site(site) -> dict:
     return {"entry": site.entry, "line": site.line, "col": site.col, "end_col": site.end_col,
             "flags": encode_value(site.flags, memo), "max_active": encode_value(site.max_active, memo),
             "prefix": [_enc_step(s) for s in site.prefix], "via": list(site.via),
-            "suppressed": sorted(site.suppressed), "only": sorted(site.only) if site.only is not None else None,
-            "skip": sorted(site.skip), "function": site.function, "queue": site.queue,
+            "suppressed": sorted(site.suppressed),
+            "parts": sorted(site.parts) if site.parts is not None else None,
+            "parts_elsewhere": sorted(site.parts_elsewhere), "function": site.function, "queue": site.queue,
             "args": [site.flags_arg, site.max_active_arg], "name": _enc_name(site.name, memo)}
 
 
@@ -223,7 +224,8 @@ def decode_site(d: dict, path: str, path_of):
                 flags=decode_value(d["flags"], path_of), max_active=decode_value(d["max_active"], path_of),
                 prefix=[_dec_step(s, path_of) for s in d["prefix"]], via=list(d["via"]),
                 suppressed=frozenset(d["suppressed"]),
-                only=frozenset(d["only"]) if d["only"] is not None else None, skip=frozenset(d["skip"]),
+                parts=frozenset(d["parts"]) if d["parts"] is not None else None,
+                parts_elsewhere=frozenset(d["parts_elsewhere"]),
                 function=d.get("function", ""), queue=d.get("queue", ""),
                 flags_arg=d.get("args", (-1, -1))[0], max_active_arg=d.get("args", (-1, -1))[1],
                 name=_dec_name(d.get("name"), path_of))

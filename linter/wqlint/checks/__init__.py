@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import pkgutil
 
 from wqlint.finding import numbered
-from wqlint.scan.site import QueueUse, paths
+from wqlint.scan.site import PARTS, QueueUse, Site, paths
 from wqlint.scan.work import Flow
 
 REGISTRY: dict = {}
@@ -23,14 +23,9 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     _module = importlib.import_module(f"{__name__}.{_info.name}")
     REGISTRY[_module.RULE] = _module
 
-# Rules that read only the flags: judged where the flags are known, even when max_active of
-# the same call still comes from a wrapper's caller.
-FLAGS_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozenset({"flags"}))
-# Rules that read only the queue's name: judged where the name is known (engine._expand).
-NAME_ONLY = frozenset(rule for rule, m in REGISTRY.items() if m.READS == frozenset({"name"}))
 _ON_USES = tuple(m for m in REGISTRY.values() if "queue" in m.READS)
 _ON_FLOWS = tuple(m for m in REGISTRY.values() if "flow" in m.READS)
-_ON_SITES = tuple(m for m in REGISTRY.values() if not {"queue", "flow"} & m.READS)
+_ON_SITES = tuple(m for m in REGISTRY.values() if m.READS <= PARTS)
 
 
 def judge(sites, ctx) -> list:
@@ -47,7 +42,7 @@ def judge(sites, ctx) -> list:
             judged = ((site, m) for m in _ON_FLOWS)
         else:
             # Once per combination of the decisions flags and max_active both depend on.
-            judged = ((p, m) for p in paths(site) for m in _ON_SITES)
+            judged = ((p, m) for p in paths(site) for m in _ON_SITES if _judges_here(m, site))
         for path, module in judged:
             for f in module.check(path, ctx):
                 key = (f.rule_id, f.path, f.line, f.col)
@@ -55,6 +50,17 @@ def judge(sites, ctx) -> list:
                     seen.add(key)
                     findings.append(f)
     return numbered(findings)
+
+def _judges_here(module, site: Site) -> bool:
+    """Does the rule judge this site of an allocation? Where a wrapper decides some parts of
+    the call and its callers the rest, the scanner makes a site for each (Site.parts): a rule
+    judges where all it READS is known (a rule of the flags alone at the wrapper that decides
+    them, even when max_active still comes from its callers), and once (not again at the
+    callers' sites, Site.parts_elsewhere)."""
+    if site.parts is not None and not module.READS <= site.parts:
+        return False
+    return not module.READS <= site.parts_elsewhere
+
 
 # Every rule id a check reports: the catalogue must describe each (catalogue.load checks).
 RULE_IDS = frozenset(REGISTRY)

@@ -28,9 +28,7 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
 
 def applies(site: "Site | QueueUse | Flow", ctx: CheckContext, rule_id: str) -> bool:
     rule = ctx.catalogue[rule_id]
-    if rule_id in site.suppressed or rule_id in site.skip:
-        return False
-    if site.only is not None and rule_id not in site.only:
+    if rule_id in site.suppressed:
         return False
     if rule.requires_symbol and not ctx.defines(rule.requires_symbol):
         return False

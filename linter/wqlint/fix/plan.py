@@ -170,13 +170,14 @@ def rejudge(root: Path, catalogue, version: tuple, contents: dict, jobs: int = 1
     """{(rule, path, line, column): finding} of a scan of the files contents names (rel ->
     the bytes to edit), read from those bytes; the rest of the tree as it is (cache: as
     the index, which answers as the tree does, gives it)."""
+    from wqlint.checks import judge
     from wqlint.scan.engine import Engine
     from wqlint.scan.index import Overlay
 
     engine = Engine([str(root / rel) for rel in sorted(contents)], catalogue, jobs=jobs, kernel_version=version,
                     ncpus=ncpus, max_cpus=max_cpus, kernel_tree=kernel_tree, files=Overlay(root, contents),
                     root=root, store=True if cache and kernel_tree is None else None)
-    return {(f.rule_id, f.path, f.line, f.col): f for f in engine.run().findings}
+    return {(f.rule_id, f.path, f.line, f.col): f for f in engine.run(judge).findings}
 
 
 def _file_change(rel: str, data: bytes, items: list, target: str, facts, result: Plan):

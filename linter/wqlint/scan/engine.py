@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, checks, kversion, safeio
+from wqlint import api, kversion, safeio
 from wqlint.finding import InputError, InternalError, Origin, Report, Step, Via
 from wqlint.scan import parser
 from wqlint.scan.cpp import Decider, block_text
@@ -572,8 +572,8 @@ class Engine:
         args_at: the indices of the arguments of this call that carry flags and max_active."""
         mine = [p for p in params(flags) + params(max_active) if p.function == scope.name]
         named = [p for p in _name_params(name) if p.function == scope.name]
-        # A function that forwards only the name: every other rule is judged here, the name's
-        # at each caller.
+        # A function that forwards only the name: flags and max_active are known here, the
+        # name at each caller.
         name_only = not mine and bool(named) and scope.kind == "function"
         # A macro expands where it is used, so its call sites are the allocations even when
         # it forwards nothing into flags or max_active (create_freezable_workqueue()).
@@ -584,14 +584,15 @@ class Engine:
                                            keep=self._reachable if self.focus is not None else None)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
-        # Rules whose part is decided in this function are judged here, once, not per caller.
-        here_rules = (checks.FLAGS_ONLY if flags_here else frozenset()) | \
-            (checks.NAME_ONLY if scope.kind == "function" and not named else frozenset())
+        # The parts decided in this function: a site here has them (rules reading only those
+        # are judged once, here, not per caller), the callers' sites have the rest.
+        here_parts = frozenset(("flags",) if flags_here else ()) | \
+            frozenset(("name",) if scope.kind == "function" and not named else ())
         if name_only:
-            here_rules = checks.RULE_IDS - checks.NAME_ONLY
-        if here_rules and callers:
+            here_parts = frozenset({"flags", "max_active"})
+        if here_parts and callers:
             here = self._site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)
-            here.only = here_rules
+            here.parts = here_parts
             out.append(here)
         outer_at = (_forwarded_index(flags, scope.name), _direct_param_index(max_active, scope.name))
         for ccall, cscope in callers:
@@ -637,9 +638,9 @@ class Engine:
                                      [step] + self._condition_steps(cscope.src, conds) + prefix,
                                      [scope.name] + via, depth + 1, outer_at, nname):
                 if name_only:
-                    site.only = checks.NAME_ONLY if site.only is None else site.only & checks.NAME_ONLY
+                    site.parts = frozenset({"name"}) if site.parts is None else site.parts & {"name"}
                 else:
-                    site.skip = site.skip | here_rules
+                    site.parts_elsewhere = site.parts_elsewhere | here_parts
                 out.append(site)
         if not callers:
             if scope.src.rel == self.api_header:
@@ -732,7 +733,7 @@ class Engine:
                     end_line=line + call.end_point[0] - name.start_point[0],
                     arg_texts=tuple(" ".join(parser.text(a).split()) for a in args), name=name_args)
 
-    def suppressions(self, sites) -> list:
+    def suppressions(self, sites, judge) -> list:
         """(finding, justification) of what suppression comments hide at these judged sites:
         `/* wqlint: ignore[rule] reason */` gives 'reason' (SARIF's suppressions)."""
         from dataclasses import replace
@@ -925,7 +926,9 @@ class Engine:
                 self.store.save()
         return result
 
-    def run(self) -> Report:
+    def run(self, judge) -> Report:
+        """The report of the paths: their sites as resolved, judged by judge(sites, context)
+        -> findings (wqlint.checks.judge: the scanner resolves, the rules judge)."""
         got = self.analysis()
         self._hidden_note()  # after the search: the directories are in the page cache
         # Kept for review, which compares each queue's flags before and after a series.
@@ -948,7 +951,7 @@ class Engine:
                         files_scanned=got["files_scanned"])
         report.grep_rounds = self.index.grep_rounds
         if self.keep_suppressed:
-            report.suppressed = self.suppressions(self.judged_sites + got["uses"])
+            report.suppressed = self.suppressions(self.judged_sites + got["uses"], judge)
         return report
 
     def _scan_key(self):
@@ -1084,19 +1087,9 @@ def _direct_param_index(value, function: str) -> int:
     return value.index if isinstance(value, Param) and value.function == function else -1
 
 
-judge = checks.judge  # the engine resolves sites; the rules judge them
-
-
 def open_store(root: Path):
     """The index of root kept between runs, brought up to date with the tree."""
     from wqlint.scan.store import Store
     return Store(root).open()
 
 
-def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None,
-         kernel_tree=None, cache=False, suppressed=False) -> Report:
-    """suppressed: also list what suppression comments hide (Report.suppressed)."""
-    engine = Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress,
-                    kernel_tree=kernel_tree, store=True if cache else None)
-    engine.keep_suppressed = suppressed
-    return engine.run()

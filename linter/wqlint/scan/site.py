@@ -35,8 +35,12 @@ class Site:
     prefix: list[Step]  # Steps from the reported call inward to the alloc_workqueue() call
     via: list[str] = field(default_factory=list)  # wrapper names, outermost first
     suppressed: frozenset[str] = frozenset()  # rule ids suppressed by a comment at the call
-    only: Optional[frozenset[str]] = None  # when set, the only rules that judge this site
-    skip: frozenset[str] = frozenset()  # rules judged at another site of the same call
+    # Where the parts of the call (PARTS) are decided, for the rules to choose where they judge
+    # it (wqlint.checks.judge): when set, the only parts known here, the others coming from the
+    # callers of a wrapper; and the parts decided at another site of the same call (the
+    # wrapper's own, when a wrapper decides them and its callers the rest).
+    parts: Optional[frozenset[str]] = None
+    parts_elsewhere: frozenset[str] = frozenset()
     flags_arg: int = -1  # argument of the reported call that carries the flags (-1: none)
     max_active_arg: int = -1  # argument of the reported call that is max_active (-1: none)
     # What names the queue across edits (review): the function the reported call is in, and
@@ -46,6 +50,10 @@ class Site:
     end_line: int = 0  # last line of the reported call
     arg_texts: tuple[str, ...] = ()  # the reported call's arguments as written
     name: Optional[NameArgs] = None  # the queue's name: format and arguments
+
+
+# The parts of an allocation site a rule can read (its READS): the Site fields of those names.
+PARTS = frozenset({"flags", "max_active", "name"})
 
 
 def paths(site: Site) -> list:
@@ -75,8 +83,6 @@ class QueueUse:
     step: Step  # the Step showing the call
     function: str = ""  # the function the call is in
     suppressed: frozenset[str] = frozenset()
-    only: Optional[frozenset[str]] = None
-    skip: frozenset[str] = frozenset()
     conditions: tuple[Step, ...] = ()  # Steps naming the #if conditions the call is compiled under
     compat_pair: str = ""  # an #if whose other branch uses the replacement already
     compat_undecided: bool = False  # that #if is left for the module's configure step to decide

@@ -92,8 +92,6 @@ class Flow:
     col: int = 0
     end_col: int = 0
     suppressed: frozenset[str] = frozenset()
-    only: Optional[frozenset[str]] = None
-    skip: frozenset[str] = frozenset()
 
 
 class WorkModel:

@@ -1,0 +1,78 @@
+"""How the parts meet: the scanner resolves sites and knows no rule; each rule decides where
+it judges from what it READS."""
+from __future__ import annotations
+
+import ast
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import FIXTURES, REPO
+from wqlint import catalogue, checks, lint
+
+PACKAGE = REPO / "linter" / "wqlint"
+
+
+def _imported(path) -> set:
+    """The modules a Python file imports, by their full names (from a import b: a and a.b)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_the_scanner_imports_no_rule():
+    files = sorted((PACKAGE / "scan").glob("*.py"))
+    assert len(files) > 10
+    for path in files:
+        rules = {m for m in _imported(path) if m == "wqlint.checks" or m.startswith("wqlint.checks.")}
+        assert not rules, f"{path.name} imports {rules}"
+
+
+WRAPPED = """\
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *demo_alloc(int n)
+{
+\treturn alloc_workqueue("demo", WQ_PERCPU, n);
+}
+
+int demo_a(void) { return !demo_alloc(num_online_cpus()); }
+int demo_b(void) { return !demo_alloc(4); }
+"""
+
+
+@pytest.fixture
+def wrapped(tmp_path):
+    """A tree whose wrapper decides the flags and the name, its callers max_active."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "mainline", tree)
+    (tree / "drivers" / "demo").mkdir()
+    (tree / "drivers" / "demo" / "demo.c").write_text(WRAPPED)
+    return tree
+
+
+@pytest.mark.parametrize("reads, lines", [
+    ({"flags"}, [5]),
+    ({"name"}, [5]),
+    ({"flags", "name"}, [5]),
+    ({"max_active"}, [8, 9]),
+    ({"flags", "max_active"}, [8, 9]),
+    ({"flags", "max_active", "name"}, [8, 9]),
+])
+def test_a_rule_judges_where_what_it_reads_is_decided(wrapped, monkeypatch, reads, lines):
+    """A rule registered with any READS of an allocation's parts is judged at the wrapper
+    when all it reads is decided there, else at each caller, once either way: nothing in the
+    scanner names it."""
+    seen = []
+    rule = SimpleNamespace(RULE="demo-rule", READS=frozenset(reads),
+                           check=lambda site, ctx: seen.append(site.line) or [])
+    monkeypatch.setattr(checks, "_ON_SITES", (rule,))
+    cat = catalogue.load(REPO / "rules.yaml")
+    lint.scan([str(wrapped / "drivers" / "demo")], cat)
+    assert sorted(seen) == lines
