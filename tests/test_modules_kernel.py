@@ -77,6 +77,11 @@ def test_zfs(series):
     assert sorted((f["rule"], f["path"], f["line"]) for f in findings) == want
     if series == "6.12":
         (mismatch,) = [f for f in findings if f["rule"] == "flush-queue-mismatch"]
+        # the branch is zfs's for 6.9+ kernels, chosen by its configure step
+        assert mismatch["chain"][1]["note"] == (
+            "under '#if defined(HAVE_BDEV_FILE_OPEN_BY_PATH)': HAVE_BDEV_FILE_OPEN_BY_PATH is set by the "
+            "package's configure step (zfs_config.h.in lists it; configure has not been run): this branch is "
+            "judged as compiled for v6.12.117, but the build compiles it only where configure defines it")
         queued = line_of(module, ZFS_FLUSH[0], "\tschedule_delayed_work(&add_disk_work.work, 0);")
         assert mismatch["message"].endswith(
             "(__flush_workqueue(system_wq) waits only for work queued on system_wq by name; on v6.12.117 "
