@@ -76,3 +76,34 @@ def test_a_rule_judges_where_what_it_reads_is_decided(wrapped, monkeypatch, read
     cat = catalogue.load(REPO / "rules.yaml")
     lint.scan([str(wrapped / "drivers" / "demo")], cat)
     assert sorted(seen) == lines
+
+
+def _bits_of(paths, cat):
+    from wqlint.scan.engine import Engine
+    return Engine([str(p) for p in paths], cat).analysis()["bits"]
+
+
+def test_a_flag_added_to_the_api_model_is_resolved_from_the_tree(tmp_path, monkeypatch):
+    """A flag is one line of api.FLAG_BITS: the scanner resolves it from the scanned tree's
+    header, and from wqlint's own header for loose files, with nothing else changed."""
+    from wqlint import api
+    cat = catalogue.load(REPO / "rules.yaml")
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "mainline", tree)
+    header = tree / "include" / "linux" / "workqueue.h"
+    text = header.read_text()
+    assert "WQ_DEMO" not in text
+    header.write_text(text.replace("\tWQ_PERCPU\t\t= 1 << 8,\n", "\tWQ_PERCPU\t\t= 1 << 8,\n\tWQ_DEMO\t\t\t= 1 << 12,\n"))
+    (tree / "drivers" / "demo").mkdir()
+    (tree / "drivers" / "demo" / "demo.c").write_text(WRAPPED)
+    loose = tmp_path / "loose.c"
+    loose.write_text(WRAPPED)
+    with pytest.raises(KeyError):
+        _bits_of([tree / "drivers" / "demo"], cat).bit("WQ_DEMO")
+
+    monkeypatch.setattr(api, "FLAG_BITS", api.FLAG_BITS + (("WQ_DEMO", 11, (6, 1)),))
+    bits = _bits_of([tree / "drivers" / "demo"], cat)
+    assert bits.bit("WQ_DEMO") == 1 << 12  # as the tree defines it
+    # (this header's __WQ_BH_ALLOWS has WQ_PERCPU: WQ_BH alone says nothing of affinity)
+    assert bits.bit("__WQ_BH_ALLOWS") & bits.bit("WQ_PERCPU") and bits.affinity == (1 << 8) | (1 << 1)
+    assert _bits_of([loose], cat).bit("WQ_DEMO") == 1 << 11  # as wqlint's header for the version has it

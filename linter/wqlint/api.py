@@ -244,6 +244,8 @@ FLAG_BITS = (
     ("__WQ_LEGACY", 18, (4, 8)),
     ("__WQ_DEPRECATED", 19, (7, 2)),
 )
+# Names of the API's header made of flags, that rules read as the tree defines them too.
+FLAG_MASKS = ("__WQ_BH_ALLOWS",)  # the flags a WQ_BH queue may have
 
 
 def has_flag(name: str, version: Version) -> bool:

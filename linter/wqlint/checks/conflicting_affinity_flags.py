@@ -27,7 +27,7 @@ def check(site: Site, ctx: CheckContext) -> list:
         parts.append(f"{ordered[0]}() adds WQ_UNBOUND")
     if site.via[1:] or not ordered:  # more than the ordered macro the caller wrote
         parts.append(via_text(site).strip())
-    both = ctx.bits.percpu | ctx.bits.unbound
+    both = ctx.bits.bit("WQ_PERCPU") | ctx.bits.bit("WQ_UNBOUND")
     # Dropping WQ_PERCPU from a value that lacks WQ_UNBOUND would leave it without either.
     hints = frozenset({"flags-conditional"}) if any(v & both != both for v in info.values) else frozenset()
     return [finding(site, ctx, RULE, "; ".join(p for p in parts if p), list(site.prefix), hints=hints,

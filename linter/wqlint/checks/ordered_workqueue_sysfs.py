@@ -13,12 +13,13 @@ READS = frozenset({"flags"})
 
 
 def check(site: Site, ctx: CheckContext) -> list:
-    if not applies(site, ctx, RULE) or not ctx.bits.sysfs:
+    sysfs = ctx.bits.bit("WQ_SYSFS")
+    if not applies(site, ctx, RULE) or not sysfs:
         return []
     info = ctx.flag_info(site)
     if not (info.ordered and info.sysfs):
         return []
-    chain = list(site.prefix) + steps_along(_path_to_bit(site.flags, ctx.bits.sysfs))
+    chain = list(site.prefix) + steps_along(_path_to_bit(site.flags, sysfs))
     detail = f"on {kversion.show(ctx.version)}" + via_text(site)
     return [finding(site, ctx, RULE, detail, chain, role="flags")]
 

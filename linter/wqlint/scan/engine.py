@@ -770,10 +770,8 @@ class Engine:
             v = self.resolver.symbols.symbol(name, scope, 0, frozenset())
             got, _ = evaluate(v, 1)
             return next(iter(got)) if len(got) == 1 else 0
-        named = tuple((name, val(name)) for name, _bit, _since in api.FLAG_BITS)
-        return FlagBits(unbound=val("WQ_UNBOUND"), percpu=val("WQ_PERCPU"), bh=val("WQ_BH"),
-                        sysfs=val("WQ_SYSFS"), ordered=val("__WQ_ORDERED"), legacy=val("__WQ_LEGACY"),
-                        bh_allows=val("__WQ_BH_ALLOWS"), named=named)
+        names = [name for name, _bit, _since in api.FLAG_BITS] + list(api.FLAG_MASKS)
+        return FlagBits({name: val(name) for name in names})
 
     def _prefetch_api(self) -> None:
         """Queue, with the first search, what every tree needs from the API header: the
@@ -819,7 +817,7 @@ class Engine:
         name_len, warns, where = self._name_len()
         helpers = helper_queues(text, api_header or self.api_header)
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
-                            has_percpu=bool(bits.percpu), api_header=api_header or self.api_header,
+                            has_percpu=bool(bits.bit("WQ_PERCPU")), api_header=api_header or self.api_header,
                             ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared,
                             api_files=frozenset(self.api_files), name_len=name_len, name_warns=warns,
                             name_len_step=where, helper_queues=helpers)

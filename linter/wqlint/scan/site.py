@@ -94,21 +94,14 @@ class QueueUse:
 
 @dataclass(frozen=True)
 class FlagBits:
-    """WQ_* values as the scanned tree defines them (0 when it does not)."""
+    """The values of the API's flags (api.FLAG_BITS) and masks (api.FLAG_MASKS) as the
+    scanned tree defines them, by name: 0 where it does not."""
 
-    unbound: int
-    percpu: int
-    bh: int
-    sysfs: int
-    ordered: int
-    legacy: int
-    bh_allows: int = 0  # __WQ_BH_ALLOWS: the flags a WQ_BH queue may have
-    # Every flag of api.FLAG_BITS by name: (name, value) pairs, 0 where the tree lacks it.
-    named: tuple[tuple[str, int], ...] = ()
+    bits: dict[str, int] = field(hash=False)
 
     def bit(self, name: str) -> int:
-        """The value of the WQ_* flag name in the tree (0 when it does not define it)."""
-        return next((v for n, v in self.named if n == name), 0)
+        """The value of the flag or mask name in the tree (0 when it does not define it)."""
+        return self.bits[name]
 
     @property
     def affinity(self) -> int:
@@ -116,8 +109,9 @@ class FlagBits:
         queue may not carry WQ_PERCPU (6.12: __WQ_BH_ALLOWS = WQ_BH | WQ_HIGHPRI, and
         WQ_BH | WQ_PERCPU fails the allocation); where __WQ_BH_ALLOWS includes WQ_PERCPU
         (v7.2, 21c05ca88a54) a WQ_BH queue without it gets the same WARN_ONCE as any other."""
-        bh = 0 if self.bh_allows & self.percpu else self.bh
-        return self.percpu | self.unbound | bh
+        percpu = self.bit("WQ_PERCPU")
+        bh = 0 if self.bit("__WQ_BH_ALLOWS") & percpu else self.bit("WQ_BH")
+        return percpu | self.bit("WQ_UNBOUND") | bh
 
 
 @dataclass
@@ -135,16 +129,15 @@ class FlagInfo:
     missing_paths: tuple = ()
 
 
-# The FlagBits fields by the name the API gives them (what a review says a patch adds or drops).
-FLAG_NAMES = {"unbound": "WQ_UNBOUND", "percpu": "WQ_PERCPU", "bh": "WQ_BH", "sysfs": "WQ_SYSFS",
-              "ordered": "__WQ_ORDERED", "legacy": "__WQ_LEGACY"}
+# The flags a review says a patch adds or drops: those the rules of an allocation read.
+FLAG_NAMES = ("WQ_UNBOUND", "WQ_PERCPU", "WQ_BH", "WQ_SYSFS", "__WQ_ORDERED", "__WQ_LEGACY")
 
 
 def flag_names(flags: Value, bits: FlagBits) -> frozenset:
     """The FLAG_NAMES set in every value the flags can have (empty when unknown)."""
     values, _complete = evaluate(flags, 1)
-    return frozenset(name for field, name in FLAG_NAMES.items()
-                     if values and getattr(bits, field) and all(v & getattr(bits, field) for v in values))
+    return frozenset(name for name in FLAG_NAMES
+                     if values and bits.bit(name) and all(v & bits.bit(name) for v in values))
 
 
 def caller_flags(site: Site) -> list:
@@ -193,21 +186,22 @@ def flag_info(flags: Value, bits: FlagBits) -> FlagInfo:
         complete = complete and ok and bool(vals)
     if not values:
         return FlagInfo(values, False, "unknown", False, False, False, False)
-    with_unbound = [bool(v & bits.unbound) for v in values]
+    unbound_bit, percpu = bits.bit("WQ_UNBOUND"), bits.bit("WQ_PERCPU")
+    ordered, legacy = bits.bit("__WQ_ORDERED"), bits.bit("__WQ_LEGACY")
+    with_unbound = [bool(v & unbound_bit) for v in values]
     if all(with_unbound):
         unbound = "yes"
     elif any(with_unbound):
         unbound = "some"
     else:
         unbound = "no" if complete else "unknown"
-    missing = bool(bits.percpu) and complete and any(not (v & bits.affinity) for v in values)
+    missing = bool(percpu) and complete and any(not (v & bits.affinity) for v in values)
     return FlagInfo(
         values=values, complete=complete, unbound=unbound,
-        ordered=bool(bits.ordered) and all(v & bits.ordered for v in values),
-        legacy=bool(bits.legacy) and any(v & bits.legacy for v in values),
-        affinity_missing=missing, sysfs=any(v & bits.sysfs for v in values),
-        affinity_conflict=bool(bits.percpu) and any(
-            v & bits.percpu and v & bits.unbound for v in values),
+        ordered=bool(ordered) and all(v & ordered for v in values),
+        legacy=bool(legacy) and any(v & legacy for v in values),
+        affinity_missing=missing, sysfs=any(v & bits.bit("WQ_SYSFS") for v in values),
+        affinity_conflict=bool(percpu) and any(v & percpu and v & unbound_bit for v in values),
         missing_paths=_missing_paths(flags, bits) if missing else (),
     )
 
