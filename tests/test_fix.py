@@ -261,3 +261,42 @@ def test_diff_of_a_file_without_a_final_newline_applies(tmp_path):
     subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=other, check=True)
     assert run("fix", root, "--target", "mainline", "--rule", "legacy-create-workqueue", "--apply").exit_code == 0
     assert sources(other) == sources(root)
+
+
+def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(tmp_path):
+    """reclaim-flush-dependency: WQ_MEM_RECLAIM at the flushed queue's one allocation (in
+    another function than the flush; the reclaim queue in another file); a queue kept per
+    object only with --suggestions; and why each other flush is left as it is."""
+    root = tree_copy(tmp_path)
+    got = run("fix", root, "--target", "mainline", "--rule", "reclaim-flush-dependency", "--diff")
+    assert got.exit_code == 0
+    added = [ln[1:].strip() for ln in got.stdout.splitlines() if ln.startswith("+\t")]
+    assert added == ['rs_events_wq = alloc_workqueue("rs-events",', "WQ_UNBOUND | WQ_MEM_RECLAIM, 0);",
+                     'rs_log_wq = alloc_ordered_workqueue("rs-log", WQ_MEM_RECLAIM);',
+                     'rs_stats_wq = alloc_workqueue("rs-stats", WQ_MEM_RECLAIM, 0);']
+    lines = got.stderr.splitlines()
+    assert lines == [
+        "not fixed [reclaim-flush-dependency] (1): the work waits for system_percpu_wq, a system queue, which "
+        "cannot be given WQ_MEM_RECLAIM: move the wait off the reclaim queue's work, or cancel instead of "
+        "flushing",
+        "  drivers/rescue/rescue.c:72:2",
+        "not fixed [reclaim-flush-dependency] (1): suggestion, made only with --suggestions: On v6.12 "
+        "check_flush_dependency() returns at once for a flushed queue with WQ_MEM_RECLAIM, so the work no "
+        "longer waits on a queue without a rescuer. The queue is kept in a struct member and allocated once per "
+        "object: every instance gets its own rescuer thread (a kthread, mostly asleep), which is cheap for one "
+        "queue per device and many threads for one per connection or I/O queue; that, and whether the flushed "
+        "work may be needed to reclaim memory at all, is the maintainer's choice (moving the wait off the "
+        "reclaim queue's work, or cancelling instead of flushing, are the others).",
+        "  drivers/rescue/rescue.c:79:2",
+        "not fixed [reclaim-flush-dependency] (1): the flushed queue is allocated in a loop, one queue per "
+        "iteration: WQ_MEM_RECLAIM would give each a rescuer thread; decide by hand",
+        "  drivers/rescue/rescue.c:66:2",
+        "not fixed [reclaim-flush-dependency] (1): with WQ_MEM_RECLAIM the queue's own work would be reclaim "
+        "work that waits for a queue without it (drivers/rescue/rescue.c:34, rs_chain_fn()): fix that wait first",
+        "  drivers/rescue/rescue.c:61:2",
+        "wqlint: 4 finding(s) fixed in 1 file(s) (target mainline, v6.12); 4 not fixed"]
+    # Applied, the four findings of the three queues given a rescuer are gone and nothing new appears.
+    assert run("fix", root, "--target", "mainline", "--rule", "reclaim-flush-dependency", "--apply").exit_code == 0
+    left = json.loads(run("scan", root / "drivers/rescue", "--format", "json", "--no-cache").stdout)
+    assert sorted(f["line"] for f in left["findings"] if f["rule"] == "reclaim-flush-dependency") == [
+        61, 66, 72, 79]

@@ -24,7 +24,8 @@ def test_chain_goes_from_the_reclaim_queue_through_the_calls_to_the_flushed_queu
         (49, "rc_reset_fn() calls rc_stop()"),
         (42, "rc_stop() calls rc_quiesce()"),
         (37, "rc_quiesce() calls flush_workqueue()"),
-        (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM"),
+        (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, "
+              "kept in struct rc_dev.aux: one queue per struct rc_dev"),
     ]
     assert ('the kernel warns "workqueue: WQ_MEM_RECLAIM rc:rc_reset_fn is flushing !WQ_MEM_RECLAIM '
             'rc-aux:0x0"') in f["message"]
@@ -37,7 +38,8 @@ def test_a_call_through_an_initialised_member_and_a_flushed_work_item():
         (68, "rc_sync_fn() calls rc_do_sync() through .sync (reclaim.c:61)"),
         (56, "rc_do_sync() calls flush_work()"),
         (123, "queue_work() puts &rc->aux_work on rc->aux"),
-        (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM"),
+        (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, "
+              "kept in struct rc_dev.aux: one queue per struct rc_dev"),
     ]
     assert "!WQ_MEM_RECLAIM rc-aux:rc_aux_fn" in f["message"]
 

@@ -29,9 +29,10 @@ BY_VERSION_KEYS = {"versions", "severity", "message"}
 FIX_KEYS = {"strategy", "safety", "targets"}
 FIX_TARGETS = ("mainline", "reference")
 FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
+FIX_CASE_OPTIONAL = {"when"}  # a hint the finding must carry for the case to apply
 # The edits wqlint knows how to make (wqlint.fix.edits); "none" explains without editing.
 FIX_EDITS = ("add-percpu", "drop-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default",
-             "clamp", "replace-system-queue", "none")
+             "clamp", "replace-system-queue", "add-reclaim", "none")
 FIX_CASE_SAFETY = ("safe", "suggestion")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -99,6 +100,7 @@ class FixCase:
     edit: str  # one of FIX_EDITS
     safety: str  # safe | suggestion
     why: str  # the reasoning; {version} is replaced by the scanned version
+    when: str = ""  # the case applies only to findings with this hint (Finding.hints); "": all
 
 
 @dataclass(frozen=True)
@@ -154,11 +156,13 @@ class Rule:
         cases = [f"{c.severity} on {c.versions.text}" for c in self.by_version if c.severity]
         return ", ".join(cases + [f"else {self.severity}"]) if cases else self.severity
 
-    def fix_case(self, target: str, version: tuple):
-        """The first case of target whose versions hold for version, or None."""
+    def fix_case(self, target: str, version: tuple, hints: frozenset = frozenset()):
+        """The first case of target whose versions hold for version (and whose hint, when it
+        names one, is among the finding's hints), or None."""
         for name, cases in self.fix_targets:
             if name == target:
-                return next((c for c in cases if c.versions.contains(version)), None)
+                return next((c for c in cases if c.versions.contains(version) and (not c.when or c.when in hints)),
+                            None)
         return None
 
     def doc_markdown(self) -> str:
@@ -263,7 +267,7 @@ def _fix_targets(path, node) -> tuple:
         cases = []
         for case in seq.value:
             entries = _mapping(path, case, f"fix.targets.{name} case")
-            _keys(path, case, entries, FIX_CASE_KEYS, FIX_CASE_KEYS, f"fix.targets.{name} case")
+            _keys(path, case, entries, FIX_CASE_KEYS | FIX_CASE_OPTIONAL, FIX_CASE_KEYS, f"fix.targets.{name} case")
             edit = _string(path, entries["edit"][1], "edit")
             if edit not in FIX_EDITS:
                 raise _err(path, entries["edit"][1], f"edit '{edit}' is not one of {', '.join(FIX_EDITS)}")
@@ -272,8 +276,9 @@ def _fix_targets(path, node) -> tuple:
                 raise _err(path, entries["safety"][1],
                            f"safety '{safety}' is not one of {', '.join(FIX_CASE_SAFETY)}")
             why = " ".join(_string(path, entries["why"][1], "why").split())
+            when = _string(path, entries["when"][1], "when") if "when" in entries else ""
             cases.append(FixCase(_versions(path, entries["versions"][1], "versions"), edit, safety,
-                                 _template(path, entries["why"][1], why, "why", f"fix.targets.{name} why")))
+                                 _template(path, entries["why"][1], why, "why", f"fix.targets.{name} why"), when))
         out.append((name, tuple(cases)))
     return tuple(out)
 

@@ -51,10 +51,50 @@ def check(flow: Flow, ctx: CheckContext) -> list:
               f"{'/'.join(tnames)}, which lacks WQ_MEM_RECLAIM; the kernel warns {warn}")
     chain = [_alloc_step(flow.site, qname, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
              *flow.calls, flow.flush, *target.queued[:MAX_TARGETS]]
-    chain += [_alloc_step(s, _queue_name(s), "without WQ_MEM_RECLAIM") for s in tsites[:MAX_TARGETS]]
+    holders = dict(zip(map(id, tsites), target.holders))
+    chain += [_alloc_step(s, _queue_name(s), "without WQ_MEM_RECLAIM" + _kept(holders.get(id(s))))
+              for s in tsites[:MAX_TARGETS]]
     own = bool(tsites) and all(_module_own(s, flow) for s in tsites)
-    return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset({"target-own"} if own else ()),
+    hints = {"target-own"} if own else set()
+    hints |= _fix_hints(flow, ctx, tsites, holders, own)
+    return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset(hints),
                          queue=qname, target="/".join(tnames))]
+
+
+def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: bool) -> set:
+    """What the fixer needs (fix.edits.add_reclaim): the files the finding is judged from, and
+    either the flushed queue's allocation to give WQ_MEM_RECLAIM (edit-at, edit-arg; per-object
+    when the queue is kept in a struct member, one queue per instance) or why there is none
+    (no-fix=reason[:detail])."""
+    out = {f"judged-with={flow.site.path}"}
+    target = flow.target
+    if target.system:
+        return out | {f"no-fix=system:{target.system}"}
+    if len(tsites) != 1:
+        return out | {f"no-fix=sites:{len(tsites)}"}
+    site = tsites[0]
+    out.add(f"judged-with={site.path}")
+    if not own:
+        return out | {"no-fix=foreign"}
+    values, _ = evaluate(site.flags, 1)
+    bh = ctx.bits.bit("WQ_BH")
+    if bh and any(v & bh for v in values):
+        return out | {"no-fix=bh"}
+    if site.flags_arg < 0:
+        return out | {f"no-fix=inside:{site.entry}"}
+    out |= {f"edit-at={site.line}:{site.col}:{site.path}", f"edit-arg={site.flags_arg}"}
+    holder = holders.get(id(site))
+    if holder is None or holder.kind != "var":
+        out.add("per-object")
+    return out
+
+
+def _kept(holder) -> str:
+    """Where the queue is kept, when that makes one queue per object (a struct member)."""
+    if holder is None or holder.kind == "var":
+        return ""
+    struct = f"struct {holder.tag}" if holder.tag else "the struct holding it"
+    return f", kept in {holder.show()}: one queue per {struct}"
 
 
 def _queue_name(site) -> str:

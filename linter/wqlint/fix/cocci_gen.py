@@ -14,7 +14,7 @@ wqlint writes the call its own way and the semantic patch carries that text for 
 from __future__ import annotations
 
 
-from wqlint import kversion
+from wqlint import api, kversion
 
 HEADER = """\
 // SPDX-License-Identifier: GPL-2.0-only
@@ -69,9 +69,14 @@ WQLINT_FILE[0] = p0[0].file
 """
 
 
+def _at(fix) -> tuple:
+    """(file, line) of the call fix edits."""
+    return fix.at or (fix.finding.path, fix.finding.line)
+
+
 def _key(op: tuple, fix) -> tuple:
     """The rule an edit belongs to: one per kind of flag or macro edit, one per call else."""
-    return op if op[0] in ("add-flag", "legacy", "queue") else (op, fix.finding.path, fix.finding.line)
+    return op if op[0] in ("add-flag", "legacy", "queue") else (op, *_at(fix))
 
 
 def _site(fix, rank: int, ranks: dict) -> tuple:
@@ -82,7 +87,8 @@ def _site(fix, rank: int, ranks: dict) -> tuple:
         if ranks.get(_key(op, fix), rank) < rank:
             args.update(changes)
     text = ",".join(a for _, a in sorted(args.items()) if a is not None)
-    return (fix.finding.path, fix.function, text, fix.finding.line if fix.twin else 0)
+    path, line = _at(fix)
+    return (path, fix.function, text, line if fix.twin else 0)
 
 
 def _before(i: int) -> tuple:
@@ -111,7 +117,7 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     raw: dict = {}
     for fix in fixes:
         if fix.raw:
-            raw.setdefault((fix.finding.path, fix.finding.line, fix.finding.col), fix)
+            raw.setdefault(_at(fix), fix)
     for n, key in enumerate(sorted(raw), 1):
         fix = raw[key]
         rules_text.append(_raw_rule(n, fix))
@@ -122,7 +128,10 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
             groups.setdefault(_key(op, fix), []).append(fix)
     # Position-restricted legacy rules (a literal name becomes the format) come before the
     # general ones, which would otherwise convert those calls first.
-    ordered_keys = sorted(groups, key=lambda k: (not (k[0] == "legacy" and k[3]), repr(k)))
+    # WQ_MEM_RECLAIM is added last, after an affinity flag another rule adds to the same
+    # flags, as `wqlint fix` makes the edits (fix.edits.EDITS).
+    ordered_keys = sorted(groups, key=lambda k: (not (k[0] == "legacy" and k[3]),
+                                                 k[0] == "add-flag" and k[3] == api.RESCUER_FLAG, repr(k)))
     ranks = {key: n for n, key in enumerate(ordered_keys, len(raw) + 1)}
     for key, n in ranks.items():
         op = key if key[0] in ("add-flag", "legacy", "queue") else key[0]
@@ -138,8 +147,8 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
 
 def _raw_rule(n: int, fix) -> str:
     """The call at one site replaced by its text as wqlint lays it out (RAW_n)."""
-    f = fix.finding
-    return (f"// {f.path}:{f.line}: Coccinelle's layout of this call would not pass checkpatch\n"
+    path, line = _at(fix)
+    return (f"// {path}:{line}: Coccinelle's layout of this call would not pass checkpatch\n"
             f"@raw_{n}@\nexpression list es;\n{_where(n, ['es'])}@@\n{fix.callee}@p(es)\n\n"
             f"@script:python raw_text_{n}@\np << raw_{n}.p;\nx;\n@@\n"
             f"coccinelle.x = cocci.make_ident(RAW_{n})\n\n"
@@ -159,7 +168,9 @@ def _rule(n: int, op: tuple, fixes: list) -> str:
     if kind == "add-flag":
         flag, variant = op[3], op[4]
         new = {"zero": flag, "paren": f"(E) | {flag}", "plain": f"E | {flag}"}[variant]
-        return (f"// {len(fixes)} call(s) of {callee}() without an affinity flag: add {flag}\n"
+        what = ("whose queue a reclaim queue's work waits for" if flag == api.RESCUER_FLAG
+                else "without an affinity flag")
+        return (f"// {len(fixes)} call(s) of {callee}() {what}: add {flag}\n"
                 f"@add_flag_{n}@\nexpression A0;\n{decl}{where}@@\n"
                 f" {call.format(new=new)}\n")
     if kind == "queue":

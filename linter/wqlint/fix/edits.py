@@ -182,6 +182,63 @@ def replace_system_queue(call: Call, finding: Finding, facts: TreeFacts) -> None
     call.ops.append(("queue", call.name, i, old, new))
 
 
+# Why a reclaim-flush-dependency finding has no edit (the check's no-fix=reason[:detail] hint).
+_NO_RECLAIM_FIX = {
+    "system": "the work waits for {detail}, a system queue, which cannot be given WQ_MEM_RECLAIM: move the "
+              "wait off the reclaim queue's work, or cancel instead of flushing",
+    "sites": "the work waits for queues allocated at {detail} places: decide for each whether its work may "
+             "be waited for in reclaim",
+    "foreign": "the flushed queue is allocated in another subsystem: its maintainers decide whether it "
+               "needs a rescuer; or move the wait off the reclaim queue's work",
+    "bh": "the flushed queue is a WQ_BH queue, which the kernel does not allocate with WQ_MEM_RECLAIM "
+          "(__WQ_BH_ALLOWS): move the wait off the reclaim queue's work",
+    "inside": "the flushed queue's flags are set inside {detail}(), not at its call: add WQ_MEM_RECLAIM "
+              "there by hand if every queue it makes may be waited for in reclaim",
+}
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def add_reclaim(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    """WQ_MEM_RECLAIM added to the flags of the queue a reclaim queue's work waits for, at its
+    one allocation (the hints of reclaim-flush-dependency say where and which argument)."""
+    reason = _reclaim_refusal(finding)
+    if reason is not None:
+        raise NoEdit(reason)
+    i = int(_hint(finding, "edit-arg") or -1)
+    if i < 0 or i >= len(call.args):
+        raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
+    node = call.node.parent
+    while node is not None and node.type != "function_definition":
+        if node.type in _LOOPS:
+            raise NoEdit("the flushed queue is allocated in a loop, one queue per iteration: WQ_MEM_RECLAIM "
+                         "would give each a rescuer thread; decide by hand")
+        node = node.parent
+    old = call.args[i]
+    if i in call.changed:
+        if api.RESCUER_FLAG in (layout.normalize(o) for o in layout.split_top(_unparen(old), "|")):
+            return  # another finding's fix gives the same queue WQ_MEM_RECLAIM
+        if not any(op[0] == "add-flag" and op[2] == i for op in call.ops):
+            raise NoEdit("another fix of this call already changes that argument")
+        call.args[i] = with_flag(old, None, api.RESCUER_FLAG)  # after the flag another fix added
+    else:
+        call.set_arg(i, with_flag(old, call.arg_nodes[i], api.RESCUER_FLAG))
+    variant = "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
+    call.ops.append(("add-flag", call.name, i, api.RESCUER_FLAG, variant))
+
+
+def _reclaim_refusal(finding: Finding) -> Optional[str]:
+    reason = _hint(finding, "no-fix")
+    if reason is None:
+        return None
+    code, _, detail = reason.partition(":")
+    return _NO_RECLAIM_FIX.get(code, "no edit for this finding ({detail})").format(detail=detail or code)
+
+
+def _hint(finding: Finding, key: str) -> Optional[str]:
+    """The value of the finding's hint key=value, or None."""
+    return next((h.split("=", 1)[1] for h in sorted(finding.hints) if h.startswith(key + "=")), None)
+
+
 def with_flag(text: str, node, flag: str) -> str:
     if text.strip() == "0":
         return flag
@@ -290,12 +347,31 @@ def _added_line(indent: str, statement: str) -> str:
     return layout.coccinelle(indent + statement, [(len(indent), len(indent) + len(statement), False)])
 
 
+def refusal(edit: str, finding: Finding) -> Optional[str]:
+    """Why edit cannot fix finding, when its facts already tell (before any file is read)."""
+    check = _REFUSALS.get(edit)
+    return check(finding) if check is not None else None
+
+
+def edit_at(finding: Finding) -> tuple:
+    """(path, line, column) of the call a fix of finding edits: the reported call, or the one
+    its hint edit-at=line:col:path names (the allocation of a queue the reported flush waits for)."""
+    at = _hint(finding, "edit-at")
+    if at is None:
+        return finding.path, finding.line, finding.col
+    line, col, path = at.split(":", 2)
+    return path, int(line), int(col)
+
+
+_REFUSALS = {"add-reclaim": _reclaim_refusal}
+
+
 # When several findings share a call, the edits are tried in this order: the ones that
 # rewrite the whole call first, a clamp last (a global limit makes it moot).
 EDITS = {
     "expand-legacy": expand_legacy, "ordered": ordered, "global-limit": global_limit,
     "percpu-default": percpu_default, "add-percpu": add_percpu, "drop-percpu": drop_percpu,
-    "clamp": clamp, "replace-system-queue": replace_system_queue,
+    "clamp": clamp, "replace-system-queue": replace_system_queue, "add-reclaim": add_reclaim,
 }
 
 

@@ -40,6 +40,10 @@ class Fix:
     # The call's whole new text, where Coccinelle's own layout of the edit would not pass
     # checkpatch: the semantic patch then writes this text as is ("" otherwise).
     raw: str = ""
+    # The file and line of the call edited: the finding's own, or the allocation of the queue a
+    # reported flush waits for (reclaim-flush-dependency).
+    at: tuple = ()
+    edit: str = ""  # the edit kind (rules.yaml fix.targets ... edit)
 
 
 @dataclass

@@ -12,6 +12,7 @@ against before it writes.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +82,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
     for f in _by_real_path(root, report.findings):
         if rule_ids and f.rule_id not in rule_ids:
             continue
-        case = catalogue[f.rule_id].fix_case(target, version)
+        case = catalogue[f.rule_id].fix_case(target, version, f.hints)
         if case is None:
             result.not_fixed.append(NotFixed(f, f"no {target} fix for {kversion.show(version)}"))
             continue
@@ -94,31 +95,97 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
                                                 "makes the change (see the chain): the module's code for kernels "
                                                 "without the replacement, left as it is", case.safety))
             continue
+        refused = edit_kinds.refusal(case.edit, f)
+        if refused is not None:
+            result.not_fixed.append(NotFixed(f, refused, case.safety))
+            continue
         if case.safety == "suggestion" and not suggestions:
             result.not_fixed.append(NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety))
             continue
-        by_file.setdefault(f.path, []).append((f, case, why))
+        by_file.setdefault(edit_kinds.edit_at(f)[0], []).append((f, case, why))
+    # The files edited, and those the findings are judged from again: their own (a fix may edit
+    # another file's call) and the ones they name (hint judged-with=path).
+    needed = set(by_file)
+    for items in by_file.values():
+        for f, _case, _why in items:
+            needed.add(f.path)
+            needed.update(h.split("=", 1)[1] for h in f.hints if h.startswith("judged-with="))
     contents = {}
-    for path in sorted(by_file):
+    for path in sorted(needed):
         try:
             contents[path] = read_source(root / path, root)
         except SourceError as exc:
             raise FixError(f"{path}: {exc}") from None
     found = rejudge(root, catalogue, version, contents, **(engine or {})) if contents else {}
+    planned: dict = {}
     for path in sorted(by_file):
-        items = []
+        items = planned[path] = []
         for f, case, why in by_file[path]:
             now = found.get((f.rule_id, f.path, f.line, f.col))
-            if now is None:
+            if now is None or edit_kinds.edit_at(now)[0] != path:
                 result.not_fixed.append(NotFixed(f, NOT_FOUND_AGAIN, case.safety))
             else:
                 items.append((now, case, why))
         change = _file_change(path, contents[path], items, target, facts, result) if items else None
         if change is not None:
             result.changes.append(change)
+    if any(fx.edit == "add-reclaim" for fx in result.fixes()):
+        _no_new_reclaim_work(result, catalogue, contents, found, planned, facts, engine or {})
     if result.changes and _is_module(root):
         _guard(result, compat.module_range(root, oldest))
     return result
+
+
+def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, planned: dict, facts,
+                         engine: dict) -> None:
+    """WQ_MEM_RECLAIM makes the queue's own work reclaim work: where that work waits for a
+    queue without the flag, the fix would only move the warning. The files are judged again
+    as the fixes leave them; a fix whose queue is the reclaim queue of a finding that was not
+    there before is not made (nor the others of that call), and its file is changed without it."""
+    after = dict(contents)
+    after.update((c.path, c.after.encode("utf-8")) for c in result.changes)
+    rules = {fx.finding.rule_id for fx in result.fixes() if fx.edit == "add-reclaim"}
+    before = {_seen(f) for f in found.values()}
+    new = [f for key, f in sorted(rejudge(result.root, catalogue, result.version, after, **engine).items())
+           if key[0] in rules and _seen(f) not in before and f.chain]
+    dropped: dict = {}  # (path, line before the edits) of a call -> the new finding its queue's work makes
+    changed = {c.path: c for c in result.changes}
+    for f in new:
+        step = f.chain[0]  # the allocation of the queue the work runs on
+        line = _line_before(changed[step.path], step.line) if step.path in changed else step.line
+        dropped.setdefault((step.path, line), f)
+    hit = {fx.at for fx in result.fixes() if fx.edit == "add-reclaim" and fx.at in dropped}
+    for at in sorted(hit):
+        path, _line = at
+        change = next(c for c in result.changes if c.path == path)
+        n = dropped[at]
+        line = _line_before(changed[n.path], n.line) if n.path in changed else n.line
+        reason = (f"with WQ_MEM_RECLAIM the queue's own work would be reclaim work that waits for a queue "
+                  f"without it ({n.path}:{line}, {n.function}()): fix that wait first")
+        result.not_fixed.extend(NotFixed(fx.finding, reason, fx.safety) for fx in change.fixes if fx.at == at)
+        keep = [(f, case, why) for f, case, why in planned[path] if (path, edit_kinds.edit_at(f)[1]) != at]
+        planned[path] = keep
+        scratch = Plan(result.root, result.target, result.version)  # its not-fixed were counted before
+        redone = _file_change(path, contents[path], keep, result.target, facts, scratch) if keep else None
+        result.changes = [c for c in result.changes if c.path != path] + ([redone] if redone else [])
+    result.changes.sort(key=lambda c: c.path)
+
+
+def _line_before(change: FileChange, line: int) -> int:
+    """The line of change.before that line of change.after was (an edit that lays a call out
+    on more lines moves the lines after it)."""
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, change.before.splitlines(), change.after.splitlines(), autojunk=False)
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if j1 < line <= j2:
+            return i1 + min(line - j1, max(i2 - i1, 1))
+    return line
+
+
+def _seen(f: Finding) -> tuple:
+    """A finding as the check for new ones compares it: without lines, which an edit can move."""
+    return f.rule_id, f.path, f.function, f.message
 
 
 def _is_module(root: Path) -> bool:
@@ -150,8 +217,6 @@ def _guard(result: Plan, span) -> None:
 def _by_real_path(root: Path, findings: list) -> list:
     """The findings, each under its file's path with no symbolic link in it (relative to the
     tree's real path), once per rule and call."""
-    import dataclasses
-
     real_root = os.path.realpath(root)
     out, seen = [], set()
     for f in findings:
@@ -184,14 +249,15 @@ def _file_change(rel: str, data: bytes, items: list, target: str, facts, result:
     src = SourceFile(rel, data)
     calls: dict = {}
     for f, case, why in items:
-        calls.setdefault((f.line, f.col), []).append((f, case, why))
+        calls.setdefault(edit_kinds.edit_at(f)[1:], []).append((f, case, why))
     rewrites: list[edit_kinds.Rewrite] = []
     placed: list[tuple[int, Fix]] = []  # (start of the call, fix)
     sites: list[tuple[dict, int]] = []
     for key in sorted(calls):
         group = calls[key]
         try:
-            call = edit_kinds.find_call(src, group[0][0])
+            path, line, col = edit_kinds.edit_at(group[0][0])
+            call = edit_kinds.find_call(src, dataclasses.replace(group[0][0], path=path, line=line, col=col))
         except edit_kinds.NoEdit as exc:
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
@@ -209,8 +275,12 @@ def _file_change(rel: str, data: bytes, items: list, target: str, facts, result:
                 continue
             made.append((f, case, why, tuple(call.ops[len(saved["ops"]):])))
             # What the edit wrote, per argument, as a later rule of a semantic patch sees it.
+            # (An argument another edit changed before may be changed again: add-reclaim adds
+            # its flag after the one add-percpu added.)
+            written = (call.changed - saved["changed"]) | {i for i in saved["changed"]
+                                                           if call.args[i] != saved["args"][i]}
             changes = tuple((i, None if call.args[i] is None else edit_kinds.site_text(call.args[i]))
-                            for i in sorted(call.changed - saved["changed"]))
+                            for i in sorted(written))
             steps.extend((op, changes) for op in made[-1][3])
         if not made:
             continue
@@ -221,7 +291,8 @@ def _file_change(rel: str, data: bytes, items: list, target: str, facts, result:
         where = dict(function=function, callee=callee, args=args, steps=call_steps)
         sites.append((where, edit_kinds.count_alike(call, callee, args)))
         placed.extend((call.start, Fix(f, target, case.safety, why, ops, function=function, callee=callee, args=args,
-                                      steps=call_steps)) for f, case, why, ops in made)
+                                      steps=call_steps, at=(rel, key[0]), edit=case.edit))
+                      for f, case, why, ops in made)
     if not rewrites:
         return None
     edits, raw = edit_kinds.render(data, rewrites)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from wqlint import api
@@ -71,6 +71,7 @@ class Target:
     queued: tuple[Step, ...] = ()  # Steps putting the flushed work item on those queues
     complete: bool = True  # every queue the work item goes to is known
     func: str = ""  # the function the flushed work item is bound to, when one is known
+    holders: tuple[Optional[Key], ...] = ()  # where each of sites keeps its queue (queue_key())
 
 
 @dataclass
@@ -653,6 +654,7 @@ class WorkModel:
     def _flow(self, site, key, queued, bound, fn, calls, flush, spec, target, call, scope) -> Flow:
         src = scope.src
         name = call.child_by_field_name("function")
+        target = replace(target, holders=tuple(self.queue_key(s) for s in target.sites))
         return Flow(site=site, queue=key, queued=queued, bound=bound, function=fn, calls=calls, flush=flush,
                     call=spec.name, target=target, path=src.rel, line=flush.line,
                     col=scope.chunk.col_of(name), end_col=scope.chunk.end_col_of(name),
