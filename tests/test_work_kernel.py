@@ -120,3 +120,49 @@ def test_flush_queue_mismatch_follows_the_helpers_of_each_kernel(tree, expected,
     got = [(f["path"], f["line"]) for f in json.loads(result.stdout)["findings"]
            if f["rule"] == "flush-queue-mismatch"]
     assert got == expected
+
+
+def _fix(paths, tmp_path, *more):
+    got = run("fix", *paths, "--target", "mainline", "--rule", "reclaim-flush-dependency", "--diff", *more,
+              env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert got.exit_code == 0, got.stderr[-2000:]
+    changed = [ln for ln in got.stdout.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    return changed, got.stderr.splitlines()
+
+
+PER_OBJECT = ("suggestion, made only with --suggestions: On {} check_flush_dependency() returns at once for a "
+              "flushed queue with WQ_MEM_RECLAIM, so the work no longer waits on a queue without a rescuer. The "
+              "queue is kept in a struct member and allocated once per object")
+
+
+def test_reclaim_fixes_on_6_1_and_6_12(linux_6_1, linux_6_12, tmp_path):
+    """gfs2_control_wq (6.1) is allocated once, at one call of the module's init: given
+    WQ_MEM_RECLAIM. nvmet-fc's work_q is allocated per target queue of each association (up to
+    NVMET_NR_QUEUES + 1 per association): one rescuer thread each, so only a suggestion."""
+    changed, err = _fix([linux_6_1 / "fs/gfs2", linux_6_1 / "drivers/nvme/target"], tmp_path)
+    assert changed == ["-\t\t\t\t\t  WQ_UNBOUND | WQ_FREEZABLE, 0);",
+                       "+\t\t\t\t\t  WQ_UNBOUND | WQ_FREEZABLE | WQ_MEM_RECLAIM,",
+                       "+\t\t\t\t\t  0);"]
+    assert err[0].startswith("not fixed [reclaim-flush-dependency] (2): " + PER_OBJECT.format("v6.1.192"))
+    assert err[1:] == ["  drivers/nvme/target/fc.c:832:2", "  drivers/nvme/target/fc.c:1231:4",
+                       "wqlint: 1 finding(s) fixed in 1 file(s) (target mainline, v6.1.192); 2 not fixed"]
+    changed, err = _fix([linux_6_12 / "drivers/nvme/target"], tmp_path)
+    assert changed == []
+    assert err[0].startswith("not fixed [reclaim-flush-dependency] (2): " + PER_OBJECT.format("v6.12.117"))
+    assert err[1:] == ["  drivers/nvme/target/fc.c:830:2", "  drivers/nvme/target/fc.c:1236:4",
+                       "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12.117); 2 not fixed"]
+
+
+def test_reclaim_suggestions_on_7_3(linux_7_3, tmp_path):
+    """Both queues of 7.3's findings are made per object (a target queue of nvmet-fc, a remote
+    port of the FC transport): with --suggestions, WQ_MEM_RECLAIM after their WQ_PERCPU."""
+    paths = [linux_7_3 / p for p in ("drivers/scsi/qla2xxx", "drivers/scsi/scsi_transport_fc.c",
+                                     "drivers/nvme/target")]
+    changed, err = _fix(paths, tmp_path, "--suggestions")
+    assert changed == ['-\tqueue->work_q = alloc_workqueue("ntfc%d.%d.%d", WQ_PERCPU, 0,',
+                       '+\tqueue->work_q = alloc_workqueue("ntfc%d.%d.%d",',
+                       "+\t\t\t\t\tWQ_PERCPU | WQ_MEM_RECLAIM, 0,",
+                       '-\trport->devloss_work_q = alloc_workqueue("fc_dl_%d_%d", WQ_PERCPU, 0,',
+                       '+\trport->devloss_work_q = alloc_workqueue("fc_dl_%d_%d",',
+                       "+\t\t\t\t\t\tWQ_PERCPU | WQ_MEM_RECLAIM, 0,"]
+    assert err == ["wqlint: 3 finding(s) fixed in 2 file(s) (target mainline, v7.3.4); 0 not fixed"]

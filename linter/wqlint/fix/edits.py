@@ -204,7 +204,8 @@ def add_reclaim(call: Call, finding: Finding, facts: TreeFacts) -> None:
     reason = _reclaim_refusal(finding)
     if reason is not None:
         raise NoEdit(reason)
-    i = int(_hint(finding, "edit-arg") or -1)
+    arg = _hint(finding, "edit-arg") or ""
+    i = int(arg) if arg.isdigit() else -1
     if i < 0 or i >= len(call.args):
         raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
     node = call.node.parent
@@ -356,10 +357,9 @@ def refusal(edit: str, finding: Finding) -> Optional[str]:
 def edit_at(finding: Finding) -> tuple:
     """(path, line, column) of the call a fix of finding edits: the reported call, or the one
     its hint edit-at=line:col:path names (the allocation of a queue the reported flush waits for)."""
-    at = _hint(finding, "edit-at")
-    if at is None:
+    line, col, path = ((_hint(finding, "edit-at") or "").split(":", 2) + ["", ""])[:3]
+    if not (line.isdigit() and col.isdigit() and path):  # none, or not one the scan wrote (a saved scan)
         return finding.path, finding.line, finding.col
-    line, col, path = at.split(":", 2)
     return path, int(line), int(col)
 
 
