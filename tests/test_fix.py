@@ -266,7 +266,9 @@ def test_diff_of_a_file_without_a_final_newline_applies(tmp_path):
 def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(tmp_path):
     """reclaim-flush-dependency: WQ_MEM_RECLAIM at the flushed queue's one allocation (in
     another function than the flush; the reclaim queue in another file); a queue kept per
-    object only with --suggestions; and why each other flush is left as it is."""
+    object only with --suggestions; and why each other flush is left as it is: a system
+    queue, a WQ_BH queue, flags inside a macro, a work item on two queues, another
+    subsystem's queue, an allocation in a loop, a queue whose own work would then warn."""
     root = tree_copy(tmp_path)
     got = run("fix", root, "--target", "mainline", "--rule", "reclaim-flush-dependency", "--diff")
     assert got.exit_code == 0
@@ -288,15 +290,28 @@ def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(t
         "work may be needed to reclaim memory at all, is the maintainer's choice (moving the wait off the "
         "reclaim queue's work, or cancelling instead of flushing, are the others).",
         "  drivers/rescue/rescue.c:79:2",
+        "not fixed [reclaim-flush-dependency] (1): the flushed queue is a WQ_BH queue, which the kernel does "
+        "not allocate with WQ_MEM_RECLAIM (__WQ_BH_ALLOWS): move the wait off the reclaim queue's work",
+        "  drivers/rescue/rescue_more.c:21:2",
+        "not fixed [reclaim-flush-dependency] (1): the flushed queue's flags are set inside RS_ALLOC(), not at "
+        "its call: add WQ_MEM_RECLAIM there by hand if every queue it makes may be waited for in reclaim",
+        "  drivers/rescue/rescue_more.c:22:2",
+        "not fixed [reclaim-flush-dependency] (1): the work waits for queues allocated at 2 places: decide for "
+        "each whether its work may be waited for in reclaim",
+        "  drivers/rescue/rescue_more.c:23:2",
+        "not fixed [reclaim-flush-dependency] (1): the flushed queue is allocated in another subsystem: its "
+        "maintainers decide whether it needs a rescuer; or move the wait off the reclaim queue's work",
+        "  drivers/rescue/rescue_more.c:24:2",
         "not fixed [reclaim-flush-dependency] (1): the flushed queue is allocated in a loop, one queue per "
         "iteration: WQ_MEM_RECLAIM would give each a rescuer thread; decide by hand",
         "  drivers/rescue/rescue.c:66:2",
         "not fixed [reclaim-flush-dependency] (1): with WQ_MEM_RECLAIM the queue's own work would be reclaim "
         "work that waits for a queue without it (drivers/rescue/rescue.c:34, rs_chain_fn()): fix that wait first",
         "  drivers/rescue/rescue.c:61:2",
-        "wqlint: 4 finding(s) fixed in 1 file(s) (target mainline, v6.12); 4 not fixed"]
+        "wqlint: 4 finding(s) fixed in 1 file(s) (target mainline, v6.12); 8 not fixed"]
     # Applied, the four findings of the three queues given a rescuer are gone and nothing new appears.
     assert run("fix", root, "--target", "mainline", "--rule", "reclaim-flush-dependency", "--apply").exit_code == 0
-    left = json.loads(run("scan", root / "drivers/rescue", "--format", "json", "--no-cache").stdout)
+    left = json.loads(run("scan", root / "drivers/rescue/rescue.c", root / "drivers/rescue/rescue_core.c",
+                          "--format", "json", "--no-cache").stdout)
     assert sorted(f["line"] for f in left["findings"] if f["rule"] == "reclaim-flush-dependency") == [
         61, 66, 72, 79]
