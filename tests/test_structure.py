@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from wqlint import catalogue, checks, lint
+from wqlint.finding import Origin, Step, Via
 
 PACKAGE = REPO / "linter" / "wqlint"
 
@@ -107,3 +108,57 @@ def test_a_flag_added_to_the_api_model_is_resolved_from_the_tree(tmp_path, monke
     # (this header's __WQ_BH_ALLOWS has WQ_PERCPU: WQ_BH alone says nothing of affinity)
     assert bits.bit("__WQ_BH_ALLOWS") & bits.bit("WQ_PERCPU") and bits.affinity == (1 << 8) | (1 << 1)
     assert _bits_of([loose], cat).bit("WQ_DEMO") == 1 << 11  # as wqlint's header for the version has it
+
+
+def _sample(hint):
+    """A value of the declared type hint, for every type a field of a Value declares."""
+    import dataclasses
+    import enum
+    import typing
+
+    from wqlint.scan.values import Const, Value
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is typing.Union:
+        return _sample(args[-1])  # (Optional[x]: x; a decision's key: its tuple)
+    if typing.get_origin(hint) is tuple:
+        return (_sample(args[0]), _sample(args[0]))
+    if hint is Step:
+        return Step("drivers/demo/demo.c", 5, "x = 1;", "'x' = '1'", ("demo_alloc", 0), Origin(Via.MACRO, "X"))
+    if isinstance(hint, type) and issubclass(hint, Value):
+        return Const(_sample(Step), 7)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return list(hint)[-1]
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        return hint(**{f.name: _sample(hints[f.name]) for f in dataclasses.fields(hint)})
+    return {int: 3, str: "demo", bytes: b"\xffq\x00", bool: True}[hint]
+
+
+def test_every_kind_of_value_is_kept_in_the_facts():
+    """The facts keep every kind of Value (each subclass of values.Value, with every field
+    its equality compares) and give it back equal, walked by values.fold(): a new kind needs
+    no line in check/facts.py."""
+    import dataclasses
+    import json
+    import typing
+
+    from wqlint.check import facts
+    from wqlint.scan.values import Op, Value, walk
+    kinds = []
+    todo = list(Value.__subclasses__())
+    while todo:
+        kinds.append(todo.pop())
+        todo.extend(kinds[-1].__subclasses__())
+    assert len(kinds) >= 8
+    parts = []
+    for cls in kinds:
+        hints = typing.get_type_hints(cls)
+        parts.append(cls(**{f.name: _sample(hints[f.name]) for f in dataclasses.fields(cls) if f.compare}))
+    value = Op(None, "+", tuple(parts) + (None, parts[0]))  # a None among the args; a node met twice
+    data = json.loads(json.dumps(facts.encode_value(value, {})))
+    back = facts.decode_value(data, lambda p: p)
+    assert back == value
+    assert [type(v) for v in walk(back) if v is not None] == [type(v) for v in walk(value) if v is not None]
+    assert {type(v) for v in walk(back)} >= set(kinds)
+    origins = [v.step.origin for v in walk(back) if v is not None and v.step is not None]
+    assert origins and all(o == Origin(Via.MACRO, "X") for o in origins)

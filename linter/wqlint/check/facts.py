@@ -62,7 +62,7 @@ from wqlint.check import names
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
 # checker process, and those imports would cost more than reading the facts.
 
-FORMAT = 5
+FORMAT = 6
 FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
 
@@ -127,61 +127,106 @@ def _dec_step(s, path_of):
     return Step(path_of(s[0]), s[1], s[2], s[3], tuple(s[4]) if len(s) > 4 else (), origin)
 
 
+# A Value is an array: its kind (the class's name), then the fields that make it what it is
+# (those its equality compares) in the order its dataclass declares them, each as its declared
+# type says. The table is derived from the dataclasses of scan.values and the values are
+# walked by values.fold(), so a new kind of Value is kept here with no line of this module.
+_KINDS: dict = {}  # kind -> (class, [(name, encode, decode)] of its fields), as met
+
+
+def _kind(name: str):
+    """(class, fields) of the kind of Value name; KeyError when there is none."""
+    if name not in _KINDS:
+        from wqlint.scan.values import Value
+        todo = list(Value.__subclasses__())
+        while todo:
+            cls = todo.pop()
+            todo.extend(cls.__subclasses__())
+            if cls.__name__ == name:
+                _KINDS[name] = (cls, _fields(cls))
+    return _KINDS[name]
+
+
+def _fields(cls) -> list:
+    """[(name, encode, decode)] of the fields of a dataclass that its equality compares."""
+    import dataclasses
+    import typing
+    hints = typing.get_type_hints(cls)
+    return [(f.name, *_field(hints[f.name])) for f in dataclasses.fields(cls) if f.compare]
+
+
+def _field(hint):
+    """(encode(x, kids), decode(data, value, path_of)) of a field of the declared type hint:
+    kids yields the encodings of the Values it holds, in order (values.children()); value
+    decodes one."""
+    import dataclasses
+    import enum
+    import types
+    import typing
+
+    from wqlint.finding import Step
+    from wqlint.scan.values import Value
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1
+    if optional and isinstance(args[0], type) and issubclass(args[0], Value):
+        hint = args[0]  # a None among the Values is walked as one (its encoding: None)
+    elif optional:  # None is None
+        enc, dec = _field(args[0])
+        return (lambda x, kids: None if x is None else enc(x, kids),
+                lambda d, value, path_of: None if d is None else dec(d, value, path_of))
+    if isinstance(hint, type) and issubclass(hint, Value):
+        return lambda x, kids: next(kids), lambda d, value, path_of: value(d)
+    if typing.get_origin(hint) is tuple:
+        enc, dec = _field(args[0])
+        return (lambda x, kids: [enc(e, kids) for e in x],
+                lambda d, value, path_of: tuple(dec(e, value, path_of) for e in d))
+    if hint is Step:
+        return lambda x, kids: _enc_step(x), lambda d, value, path_of: _dec_step(d, path_of)
+    if hint is bytes:
+        return lambda x, kids: x.decode("latin-1"), lambda d, value, path_of: d.encode("latin-1")
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return lambda x, kids: x.value, lambda d, value, path_of, t=hint: t(d)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a Cond: its fields in order
+        parts = _fields(hint)
+        return (lambda x, kids: _encode_fields(x, parts, kids),
+                lambda d, value, path_of, t=hint: _decode_fields(t, parts, d, value, path_of))
+    # a number, a text, or a decision's key (tuples in JSON are lists: back to tuples)
+    return lambda x, kids: x, lambda d, value, path_of: _tuple(d)
+
+
 def encode_value(value, memo: dict) -> list:
-    from wqlint.scan.values import Alt, Const, CpuCount, Op, Param, Str, Tunable, Unknown
-    key = id(value)
-    if key in memo:
-        return memo[key]
-    s = _enc_step(value.step)
-    if isinstance(value, Const):
-        out = ["c", s, value.value]
-    elif isinstance(value, CpuCount):
-        out = ["n", s, value.kind, value.static_max]
-    elif isinstance(value, Unknown):
-        out = ["u", s, value.why]
-    elif isinstance(value, Str):
-        out = ["s", s, value.text.decode("latin-1")]
-    elif isinstance(value, Param):
-        out = ["p", s, value.function, value.index, value.name]
-    elif isinstance(value, Tunable):
-        out = ["t", s, encode_value(value.default, memo), value.how]
-    elif isinstance(value, Op):
-        out = ["o", s, value.op, [encode_value(a, memo) for a in value.args]]
-    elif isinstance(value, Alt):
-        out = ["a", s, [encode_value(o, memo) for o in value.options], value.why]
-        if value.guards or value.mark is not None:
-            out.append([[[c.key, c.arm, _enc_step(c.step)] for c in guard] for guard in value.guards])
-        if value.mark is not None:
-            out.append(value.mark.value)
-    else:
-        out = ["u", s, f"unsupported value {type(value).__name__}"]
-    memo[key] = out
-    return out
+    """value as JSON data; memo: nodes already encoded (shared by several parents or values)."""
+    from wqlint.scan.values import fold
+
+    def node(v, kids=()):
+        if v is None:  # (a bound met before any assignment, among Op.args)
+            return None
+        name = type(v).__name__
+        it = iter(kids)
+        out = [name] + _encode_fields(v, _kind(name)[1], it)
+        assert next(it, None) is None, f"{name}: values.children() is not the Values of its fields"
+        return out
+    return fold(value, node, node, memo)
+
+
+def _encode_fields(x, fields, kids) -> list:
+    return [enc(getattr(x, name), kids) for name, enc, _dec in fields]
+
+
+def _decode_fields(cls, fields, data, value, path_of):
+    """An instance of cls from data, its fields' encodings in order."""
+    if type(data) is not list or len(data) != len(fields):
+        raise ValueError(f"{cls.__name__} without its {len(fields)} fields")
+    return cls(**{name: dec(d, value, path_of) for (name, _enc, dec), d in zip(fields, data)})
 
 
 def decode_value(data, path_of):
     """The value encoded as data, with every step's path passed through path_of."""
-    from wqlint.scan.values import Alt, Cond, Const, CpuCount, Mark, Op, Param, Str, Tunable, Unknown
-
     def dec(d):
-        kind, s = d[0], _dec_step(d[1], path_of)
-        if kind == "c":
-            return Const(s, d[2])
-        if kind == "n":
-            return CpuCount(s, d[2], d[3])
-        if kind == "p":
-            return Param(s, d[2], d[3], d[4])
-        if kind == "s":
-            return Str(s, d[2].encode("latin-1"))
-        if kind == "t":
-            return Tunable(s, dec(d[2]), d[3])
-        if kind == "o":
-            return Op(s, d[2], tuple(dec(a) for a in d[3]))
-        if kind == "a":
-            guards = tuple(tuple(Cond(_tuple(c[0]), c[1], _dec_step(c[2], path_of)) for c in g) for g in d[4]) \
-                if len(d) > 4 else ()
-            return Alt(s, tuple(dec(o) for o in d[2]), d[3], guards, Mark(d[5]) if len(d) > 5 else None)
-        return Unknown(s, d[2])
+        if d is None:
+            return None
+        cls, fields = _kind(d[0])
+        return _decode_fields(cls, fields, d[1:], dec, path_of)
     return dec(data)
 
 
@@ -263,7 +308,7 @@ class Facts:
                 raise FactsError("not a list of sites")
             return [decode_site(d, path_of(rel), path_of) for d in packed]
         except (safeio.InputRefused, binascii.Error, FactsError, KeyError, IndexError, TypeError, ValueError,
-                AttributeError) as exc:
+                AttributeError, RecursionError) as exc:
             problem = str(exc) if isinstance(exc, (safeio.InputRefused, FactsError)) else type(exc).__name__
             raise FactsError(f"{os.path.join(self.directory, FACTS_NAME)}: the sites of {rel} are damaged "
                              f"({problem})") from None
