@@ -278,9 +278,9 @@ def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(t
                      'rs_stats_wq = alloc_workqueue("rs-stats", WQ_MEM_RECLAIM, 0);']
     lines = got.stderr.splitlines()
     assert lines == [
-        "not fixed [reclaim-flush-dependency] (1): the work waits for system_percpu_wq, a system queue, which "
-        "cannot be given WQ_MEM_RECLAIM: move the wait off the reclaim queue's work, or cancel instead of "
-        "flushing",
+        "not fixed [reclaim-flush-dependency] (1): system_percpu_wq is a system queue, which cannot be given "
+        "WQ_MEM_RECLAIM: do not wait for it from rs-reclaim's work (queue the wait elsewhere, or cancel instead "
+        "of flushing).",
         "  drivers/rescue/rescue.c:72:2",
         "not fixed [reclaim-flush-dependency] (1): suggestion, made only with --suggestions: On v6.12 "
         "check_flush_dependency() returns at once for a flushed queue with WQ_MEM_RECLAIM, so the work no "
@@ -290,17 +290,21 @@ def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(t
         "work may be needed to reclaim memory at all, is the maintainer's choice (moving the wait off the "
         "reclaim queue's work, or cancelling instead of flushing, are the others).",
         "  drivers/rescue/rescue.c:79:2",
-        "not fixed [reclaim-flush-dependency] (1): the flushed queue is a WQ_BH queue, which the kernel does "
-        "not allocate with WQ_MEM_RECLAIM (__WQ_BH_ALLOWS): move the wait off the reclaim queue's work",
+        "not fixed [reclaim-flush-dependency] (1): rs-bh is a WQ_BH queue, which the kernel does not allocate "
+        "with WQ_MEM_RECLAIM (__WQ_BH_ALLOWS): do not wait for it from rs-reclaim's work (queue the wait "
+        "elsewhere, or cancel instead of flushing).",
         "  drivers/rescue/rescue_more.c:21:2",
-        "not fixed [reclaim-flush-dependency] (1): the flushed queue's flags are set inside RS_ALLOC(), not at "
-        "its call: add WQ_MEM_RECLAIM there by hand if every queue it makes may be waited for in reclaim",
+        "not fixed [reclaim-flush-dependency] (1): The flags of rs-macro are set inside RS_ALLOC(), not at its "
+        "call: add WQ_MEM_RECLAIM there if every queue it makes may be waited for in reclaim, or do not wait "
+        "for it from rs-reclaim's work (queue the wait elsewhere, or cancel instead of flushing).",
         "  drivers/rescue/rescue_more.c:22:2",
-        "not fixed [reclaim-flush-dependency] (1): the work waits for queues allocated at 2 places: decide for "
-        "each whether its work may be waited for in reclaim",
+        "not fixed [reclaim-flush-dependency] (1): The work waits for queues allocated at several places "
+        "(rs-a/rs-b): give each WQ_MEM_RECLAIM if its work may be waited for in reclaim, or do not wait for "
+        "them from rs-reclaim's work (queue the wait elsewhere, or cancel instead of flushing).",
         "  drivers/rescue/rescue_more.c:23:2",
-        "not fixed [reclaim-flush-dependency] (1): the flushed queue is allocated in another subsystem: its "
-        "maintainers decide whether it needs a rescuer; or move the wait off the reclaim queue's work",
+        "not fixed [reclaim-flush-dependency] (1): rs-shared is allocated in another subsystem, whose "
+        "maintainers decide whether it needs a rescuer: do not wait for it from rs-reclaim's work (queue the "
+        "wait elsewhere, or cancel instead of flushing).",
         "  drivers/rescue/rescue_more.c:24:2",
         "not fixed [reclaim-flush-dependency] (1): the flushed queue is allocated in a loop, one queue per "
         "iteration: WQ_MEM_RECLAIM would give each a rescuer thread; decide by hand",

@@ -52,6 +52,15 @@ def test_work_scheduled_on_a_system_queue_and_a_draining_destroy():
     assert [(s["line"], s["note"]) for s in got[77]["chain"]][-1] == (
         127, "schedule_work() puts &rc->event on system_percpu_wq")
     assert "destroy_workqueue(struct rc_dev.aux) waits for rc-aux" in got[81]["message"]
+    # The advice says what can be done: a system queue cannot get a rescuer; rc-aux, one per
+    # struct rc_dev, can, at a rescuer thread per device.
+    assert got[77]["migration"] == (
+        "system_percpu_wq is a system queue, which cannot be given WQ_MEM_RECLAIM: do not wait for it from "
+        "rc's work (queue the wait elsewhere, or cancel instead of flushing).")
+    assert got[81]["migration"].startswith(
+        "Allocate rc-aux with WQ_MEM_RECLAIM if a rescuer thread for each object that holds such a queue is "
+        "acceptable (`wqlint fix --suggestions` adds the flag)")
+    assert "no-fix=system:system_percpu_wq" in got[77]["hints"] and "per-object" in got[81]["hints"]
 
 
 def test_without_the_rescuer_flag_in_the_tree_nothing_is_followed(tmp_path):

@@ -63,13 +63,13 @@ def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, case: str = "
 
 
 def flow_finding(flow, ctx: CheckContext, rule_id: str, detail: str, chain: list,
-                 hints: frozenset = frozenset(), **fields) -> Finding:
+                 hints: frozenset = frozenset(), case: str = "default", **fields) -> Finding:
     """A Finding at a Flow: reported at the flush, the chain from the queue's allocation to
-    it; fields fill in the rule's migration text."""
+    it; case chooses the rule's migration text, fields fill it in."""
     rule = ctx.catalogue[rule_id]
     return Finding(
         rule_id=rule_id, severity=rule.severity_on(ctx.version), path=flow.path, line=flow.line,
         col=flow.col, end_col=flow.end_col, message=f"{rule.message_on(ctx.version)} ({detail})",
-        chain=tuple(_dedupe(chain)), migration=rule.migration_text("default", **fields), hints=hints,
+        chain=tuple(_dedupe(chain)), migration=rule.migration_text(case, **fields), hints=hints,
         function=flow.function, queue=f"{flow.call}({flow.target.key.show() if flow.target.key else ''})",
         role="flow")

@@ -57,8 +57,11 @@ def check(flow: Flow, ctx: CheckContext) -> list:
     own = bool(tsites) and all(_module_own(s, flow) for s in tsites)
     hints = {"target-own"} if own else set()
     hints |= _fix_hints(flow, ctx, tsites, holders, own)
-    return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset(hints),
-                         queue=qname, target="/".join(tnames))]
+    no_fix = next((h.split("=", 1)[1].split(":", 1)[0] for h in hints if h.startswith("no-fix=")), "")
+    case = no_fix or ("per-object" if "per-object" in hints else "default")
+    shown = target.system if case == "system" else "/".join(tnames)  # what the advice names
+    return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset(hints), case=case, queue=qname,
+                         target=shown, entry=tsites[0].entry if len(tsites) == 1 else "")]
 
 
 def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: bool) -> set:

@@ -182,19 +182,6 @@ def replace_system_queue(call: Call, finding: Finding, facts: TreeFacts) -> None
     call.ops.append(("queue", call.name, i, old, new))
 
 
-# Why a reclaim-flush-dependency finding has no edit (the check's no-fix=reason[:detail] hint).
-_NO_RECLAIM_FIX = {
-    "system": "the work waits for {detail}, a system queue, which cannot be given WQ_MEM_RECLAIM: move the "
-              "wait off the reclaim queue's work, or cancel instead of flushing",
-    "sites": "the work waits for queues allocated at {detail} places: decide for each whether its work may "
-             "be waited for in reclaim",
-    "foreign": "the flushed queue is allocated in another subsystem: its maintainers decide whether it "
-               "needs a rescuer; or move the wait off the reclaim queue's work",
-    "bh": "the flushed queue is a WQ_BH queue, which the kernel does not allocate with WQ_MEM_RECLAIM "
-          "(__WQ_BH_ALLOWS): move the wait off the reclaim queue's work",
-    "inside": "the flushed queue's flags are set inside {detail}(), not at its call: add WQ_MEM_RECLAIM "
-              "there by hand if every queue it makes may be waited for in reclaim",
-}
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 
 
@@ -228,11 +215,11 @@ def add_reclaim(call: Call, finding: Finding, facts: TreeFacts) -> None:
 
 
 def _reclaim_refusal(finding: Finding) -> Optional[str]:
-    reason = _hint(finding, "no-fix")
-    if reason is None:
+    """Why the check found no allocation to edit (hint no-fix=reason): the finding's own
+    advice says it (rules.yaml, the migration case of that reason)."""
+    if _hint(finding, "no-fix") is None:
         return None
-    code, _, detail = reason.partition(":")
-    return _NO_RECLAIM_FIX.get(code, "no edit for this finding ({detail})").format(detail=detail or code)
+    return finding.migration or "no single allocation to give WQ_MEM_RECLAIM"
 
 
 def _hint(finding: Finding, key: str) -> Optional[str]:
