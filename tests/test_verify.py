@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wqlint.fix.verify import VerifyError, config_options, touched_files
+from wqlint.fix.verify import VerifyError, config_options, judged_from, touched_files
 
 KBUILD = {
     "Kbuild": "obj-y += kernel/ drivers/\nobj-$(CONFIG_BLOCK) += block/\nobj-$(CONFIG_NET) += net/\n",
@@ -85,3 +85,16 @@ def test_kconfig_names_what_enables_an_option(tmp_path):
     assert kconfig.enablers("BOARD") == {"I2C", "OF", "COMPILE_TEST"}
     assert kconfig.enablers("CODEC") == {"BOARD"}  # no prompt: a board selects it (not arm64's)
     assert kconfig.enablers("I2C") == set()
+
+
+def test_the_files_a_fixed_finding_is_judged_from_are_scanned_again():
+    """A reclaim-flush-dependency fix edits the flushed queue's allocation; the flush and the
+    reclaim queue's allocation may be in files the series does not touch."""
+    from wqlint.finding import Finding
+    from wqlint.fix.model import Fix
+    flow = Finding("reclaim-flush-dependency", "warning", "drivers/a/flush.c", 9, 2, "m",
+                   hints=frozenset({"judged-with=drivers/a/core.c", "judged-with=drivers/a/alloc.c",
+                                    "judged-with=../outside.c"}))
+    fixes = [Fix(flow, "mainline", "safe", "why", at=("drivers/a/alloc.c", 4))]
+    assert judged_from(fixes, ["drivers/a/alloc.c"]) == ["drivers/a/alloc.c", "drivers/a/core.c",
+                                                         "drivers/a/flush.c"]

@@ -731,8 +731,8 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
             verify_mod.build(scratch, Path(build_dir) if build_dir else out / "verify" / "build",
                              touched, jobs, outcome, original=root)
             # (the scratch copy is remade by every run: no index of it is kept)
-            again = _tree_report([str(scratch / t) for t in touched], cat, jobs, result.version, cpus,
-                                 max_cpus, cache=False)
+            again = _tree_report([str(scratch / t) for t in verify_mod.judged_from(fixes, touched)], cat, jobs,
+                                 result.version, cpus, max_cpus, cache=False)
             outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)
         except verify_mod.VerifyError as exc:
             _stderr(f"Error: {exc}")
