@@ -138,36 +138,44 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
 
 def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, planned: dict, facts,
                          engine: dict) -> None:
-    """WQ_MEM_RECLAIM makes the queue's own work reclaim work: where that work waits for a
-    queue without the flag, the fix would only move the warning. The files are judged again
-    as the fixes leave them; a fix whose queue is the reclaim queue of a finding that was not
-    there before is not made (nor the others of that call), and its file is changed without it."""
+    """The files are judged again as the fixes leave them. A fix that adds WQ_MEM_RECLAIM is
+    not made (nor the others of that call, and its file is changed without them) where the
+    finding it fixes is still there (the flag does not reach the queue: a wrapper masks it),
+    or where the queue's own work, reclaim work now, waits for a queue without the flag: the
+    fix would only move the warning."""
     after = dict(contents)
     after.update((c.path, c.after.encode("utf-8")) for c in result.changes)
-    rules = {fx.finding.rule_id for fx in result.fixes() if fx.edit == "add-reclaim"}
+    rescuing = [fx for fx in result.fixes() if fx.edit == "add-reclaim"]
+    rules = {fx.finding.rule_id for fx in rescuing}
     before = {_seen(f) for f in found.values()}
-    new = [f for key, f in sorted(rejudge(result.root, catalogue, result.version, after, **engine).items())
-           if key[0] in rules and _seen(f) not in before and f.chain]
-    dropped: dict = {}  # (path, line before the edits) of a call -> the new finding its queue's work makes
+    now = [f for key, f in sorted(rejudge(result.root, catalogue, result.version, after, **engine).items())
+           if key[0] in rules]
     changed = {c.path: c for c in result.changes}
-    for f in new:
+    dropped: dict = {}  # (path, line before the edits) of a call -> why its fixes are not made
+    left = {_seen(f) for f in now}
+    for fx in rescuing:
+        if _seen(fx.finding) in left:
+            dropped.setdefault(fx.at, "with WQ_MEM_RECLAIM written at this call the flushed queue still lacks it "
+                                      "(see the chain: the flags are changed on the way): add it where they are")
+    for f in now:
+        if _seen(f) in before or not f.chain:
+            continue
         step = f.chain[0]  # the allocation of the queue the work runs on
         line = _line_before(changed[step.path], step.line) if step.path in changed else step.line
-        dropped.setdefault((step.path, line), f)
-    hit = {fx.at for fx in result.fixes() if fx.edit == "add-reclaim" and fx.at in dropped}
-    for at in sorted(hit):
+        at = _line_before(changed[f.path], f.line) if f.path in changed else f.line
+        dropped.setdefault((step.path, line), f"with WQ_MEM_RECLAIM the queue's own work would be reclaim work that "
+                                              f"waits for a queue without it ({f.path}:{at}, {f.function}()): fix "
+                                              "that wait first")
+    for at in sorted({fx.at for fx in rescuing if fx.at in dropped}):
         path, _line = at
-        change = next(c for c in result.changes if c.path == path)
-        n = dropped[at]
-        line = _line_before(changed[n.path], n.line) if n.path in changed else n.line
-        reason = (f"with WQ_MEM_RECLAIM the queue's own work would be reclaim work that waits for a queue "
-                  f"without it ({n.path}:{line}, {n.function}()): fix that wait first")
-        result.not_fixed.extend(NotFixed(fx.finding, reason, fx.safety) for fx in change.fixes if fx.at == at)
+        change = changed[path]
+        result.not_fixed.extend(NotFixed(fx.finding, dropped[at], fx.safety) for fx in change.fixes if fx.at == at)
         keep = [(f, case, why) for f, case, why in planned[path] if (path, edit_kinds.edit_at(f)[1]) != at]
         planned[path] = keep
         scratch = Plan(result.root, result.target, result.version)  # its not-fixed were counted before
         redone = _file_change(path, contents[path], keep, result.target, facts, scratch) if keep else None
         result.changes = [c for c in result.changes if c.path != path] + ([redone] if redone else [])
+        changed = {c.path: c for c in result.changes}
     result.changes.sort(key=lambda c: c.path)
 
 
