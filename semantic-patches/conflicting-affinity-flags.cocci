@@ -34,16 +34,9 @@ expression e;
 
 #define create_workqueue(x) e
 
-// A conflict needs WQ_UNBOUND in the file, or a call that adds it.
-@unb@
-symbol alloc_ordered_workqueue, alloc_ordered_workqueue_lockdep_map, devm_alloc_ordered_workqueue, drmm_alloc_ordered_workqueue;
-@@
-
-\(WQ_UNBOUND\|alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
-  devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)
-
 // The calls: pf for flags that must hold WQ_UNBOUND, po where the call adds it.
-@a depends on unb && !api && !api_h@
+@a depends on !api && !api_h@
+iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf, po;
 @@
@@ -94,13 +87,19 @@ type T;
 |
  T y = <+... WQ_PERCPU@pp ...+>;
  ... when != y = E
- \(F@po@q \& <+... y ...+>\)
+ \(alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+   devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)(...,
+	\(F@po@q \& <+... y ...+>\), ...)
 |
  x = <+... WQ_PERCPU@pp ...+>;
  ... when != x = E
- \(F@po@q \& <+... x ...+>\)
+ \(alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+   devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)(...,
+	\(F@po@q \& <+... x ...+>\), ...)
 |
- \(F@po@q \& <+... WQ_PERCPU@pp ...+>\)
+ \(alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+   devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)(...,
+	\(F@po@q \& <+... WQ_PERCPU@pp ...+>\), ...)
 )
 
 @r@

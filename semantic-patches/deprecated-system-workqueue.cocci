@@ -36,44 +36,29 @@ expression e;
 
 #define create_workqueue(x) e
 
-@s depends on !api && !api_h@
-position q;
+// The calls that take a queue, with a system queue in the queue argument
+// (one branch per queue: spatch 1.1.1 and 1.3.0 miss calls after a
+// scoped_guard() when the two queues are one disjunction nested in several).
+@r depends on !api && !api_h@
+iterator name scoped_guard;
+identifier fn = {queue_work, queue_delayed_work, mod_delayed_work,
+	queue_rcu_work, enable_and_queue_work, flush_workqueue,
+	__flush_workqueue, drain_workqueue};
+identifier fn2 = {queue_work_on, queue_work_node, queue_delayed_work_on,
+	mod_delayed_work_on};
+expression E;
+position p, qq;
 symbol system_wq, system_unbound_wq;
 @@
 
-\(system_wq@q\|system_unbound_wq@q\)
-
-// The calls that take a queue, with a system queue in the queue argument.
-@r@
-identifier Q;
-expression E;
-position s.q, p, qq;
-@@
-
 (
- queue_work@p(<+... Q@q@qq ...+>, ...)
+ fn@p(<+... system_wq@qq ...+>, ...)
 |
- queue_work_on@p(E, <+... Q@q@qq ...+>, ...)
+ fn@p(<+... system_unbound_wq@qq ...+>, ...)
 |
- queue_work_node@p(E, <+... Q@q@qq ...+>, ...)
+ fn2@p(E, <+... system_wq@qq ...+>, ...)
 |
- queue_delayed_work@p(<+... Q@q@qq ...+>, ...)
-|
- queue_delayed_work_on@p(E, <+... Q@q@qq ...+>, ...)
-|
- mod_delayed_work@p(<+... Q@q@qq ...+>, ...)
-|
- mod_delayed_work_on@p(E, <+... Q@q@qq ...+>, ...)
-|
- queue_rcu_work@p(<+... Q@q@qq ...+>, ...)
-|
- enable_and_queue_work@p(<+... Q@q@qq ...+>, ...)
-|
- flush_workqueue@p(<+... Q@q@qq ...+>)
-|
- __flush_workqueue@p(<+... Q@q@qq ...+>)
-|
- drain_workqueue@p(<+... Q@q@qq ...+>)
+ fn2@p(E, <+... system_unbound_wq@qq ...+>, ...)
 )
 
 @depends on patch@

@@ -26,6 +26,7 @@ virtual org
 virtual report
 
 @r depends on !patch@
+iterator name scoped_guard;
 expression name;
 position p;
 @@

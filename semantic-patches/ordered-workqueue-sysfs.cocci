@@ -34,16 +34,9 @@ expression e;
 
 #define create_workqueue(x) e
 
-// An ordered workqueue needs __WQ_ORDERED in the file, or a call that adds it.
-@ord@
-symbol alloc_ordered_workqueue, alloc_ordered_workqueue_lockdep_map, devm_alloc_ordered_workqueue, drmm_alloc_ordered_workqueue;
-@@
-
-\(__WQ_ORDERED\|alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
-  devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)
-
 // The calls: pf for flags that must say ordered, po where the call adds it.
-@a depends on ord && !api && !api_h@
+@a depends on !api && !api_h@
+iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf, po;
 @@
@@ -87,13 +80,19 @@ type T;
 |
  T y = <+... WQ_SYSFS ...+>;
  ... when != y = E
- \(F@po@q \& <+... y ...+>\)
+ \(alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+   devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)(...,
+	\(F@po@q \& <+... y ...+>\), ...)
 |
  x = <+... WQ_SYSFS ...+>;
  ... when != x = E
- \(F@po@q \& <+... x ...+>\)
+ \(alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+   devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)(...,
+	\(F@po@q \& <+... x ...+>\), ...)
 |
- \(F@po@q \& <+... WQ_SYSFS ...+>\)
+ \(alloc_ordered_workqueue\|alloc_ordered_workqueue_lockdep_map\|
+   devm_alloc_ordered_workqueue\|drmm_alloc_ordered_workqueue\)(...,
+	\(F@po@q \& <+... WQ_SYSFS ...+>\), ...)
 )
 
 @r@

@@ -38,6 +38,7 @@ expression e;
 
 // The calls.
 @a depends on !api && !api_h@
+iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf, pm;
 @@
@@ -72,35 +73,31 @@ assignment operator op = {=, |=};
  \(F@pf@qu \& <+... WQ_UNBOUND ...+>\)
 )
 
-// The CPU counts of include/linux/cpumask.h.
-@n@
-position pn;
+// max_active that is a CPU count (include/linux/cpumask.h), or computed
+// from one, on some path.
+@cpus exists@
+position a.pm, qc;
+expression M, E;
+identifier y;
 symbol num_online_cpus, num_possible_cpus, num_present_cpus, num_active_cpus;
 symbol nr_cpu_ids, cpumask_weight;
-@@
-
-\(num_online_cpus@pn\|num_possible_cpus@pn\|num_present_cpus@pn\|
-  num_active_cpus@pn\|nr_cpu_ids@pn\|NR_CPUS@pn\|cpumask_weight@pn\)
-
-// max_active that is a CPU count, or computed from one, on some path.
-@cpus exists@
-position a.pm, n.pn, qc;
-expression M, E;
-identifier c, y;
 local idexpression x;
 type T;
 @@
 
 (
- T y = <+... c@pn ...+>;
+ T y = <+... \(num_online_cpus\|num_possible_cpus\|num_present_cpus\|
+	num_active_cpus\|nr_cpu_ids\|NR_CPUS\|cpumask_weight\) ...+>;
  ... when != y = E
  \(M@pm@qc \& <+... y ...+>\)
 |
- x = <+... c@pn ...+>;
+ x = <+... \(num_online_cpus\|num_possible_cpus\|num_present_cpus\|
+	num_active_cpus\|nr_cpu_ids\|NR_CPUS\|cpumask_weight\) ...+>;
  ... when != x = E
  \(M@pm@qc \& <+... x ...+>\)
 |
- \(M@pm@qc \& <+... c@pn ...+>\)
+ \(M@pm@qc \& <+... \(num_online_cpus\|num_possible_cpus\|num_present_cpus\|
+	num_active_cpus\|nr_cpu_ids\|NR_CPUS\|cpumask_weight\) ...+>\)
 )
 
 @r@

@@ -37,6 +37,7 @@ expression e;
 
 // The calls.
 @a depends on !api && !api_h@
+iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf, pm;
 @@
