@@ -3,6 +3,7 @@ max_active to a CPU count the caller chose, and the consequence on the scanned v
 from __future__ import annotations
 
 from wqlint import api, kversion
+from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along, tunables
@@ -23,7 +24,7 @@ def judge(site: Site, ctx: CheckContext, rule_id: str) -> list:
     path = cpu_origin_path(site, ctx)
     if path is None:
         return []
-    info = ctx.flag_info(site)
+    info = flag_info(site, ctx)
     if rule_id != (PERCPU if info.unbound == "no" else UNBOUND) or not applies(site, ctx, rule_id):
         return []
     origin = path[-1]

@@ -6,6 +6,7 @@ alloc_ordered_workqueue() (which adds WQ_UNBOUND) is found like one written besi
 from __future__ import annotations
 
 from wqlint.api import ORDERED_MACROS
+from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site
 
@@ -16,7 +17,7 @@ READS = frozenset({"flags"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
-    info = ctx.flag_info(site)
+    info = flag_info(site, ctx)
     if not info.affinity_conflict or info.legacy:
         return []
     parts = []

@@ -2,8 +2,9 @@
 (__WQ_LEGACY, __WQ_ORDERED, ...), which only the API's macros and kernel/workqueue.c set."""
 from __future__ import annotations
 
+from wqlint.checks._flags import internal_flags
 from wqlint.checks.common import applies, finding
-from wqlint.scan.site import CheckContext, Site, internal_flags
+from wqlint.scan.site import CheckContext, Site
 
 RULE = "internal-workqueue-flag"
 READS = frozenset({"flags"})

@@ -1,8 +1,9 @@
 """legacy-create-workqueue: the create_*workqueue() macros, known by their __WQ_LEGACY flag."""
 from __future__ import annotations
 
+from wqlint.checks._flags import flag_info, internal_flags
 from wqlint.checks.common import applies, finding
-from wqlint.scan.site import CheckContext, Site, internal_flags
+from wqlint.scan.site import CheckContext, Site
 
 RULE = "legacy-create-workqueue"
 READS = frozenset({"flags"})
@@ -11,7 +12,7 @@ READS = frozenset({"flags"})
 def through_create_macro(site: Site, ctx: CheckContext) -> bool:
     """Is site a create_*workqueue() call: __WQ_LEGACY from a macro of the API, not written
     by the caller (that is internal-workqueue-flag's)?"""
-    return (ctx.flag_info(site).legacy and bool(site.via)
+    return (flag_info(site, ctx).legacy and bool(site.via)
             and not any(n == "__WQ_LEGACY" for n, _ in internal_flags(site)))
 
 

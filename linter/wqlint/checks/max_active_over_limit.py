@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from wqlint import api, kversion
+from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import CpuCount, evaluate, find_path, known_bound, project, steps_along, steps_in
@@ -20,7 +21,7 @@ def check(site: Site, ctx: CheckContext) -> list:
     api = lambda v: isinstance(v, CpuCount) and v.step and v.step.path == ctx.api_header
     if find_path(site.max_active, api):
         return []  # the API's own WQ_UNBOUND_MAX_ACTIVE is sized to its limit
-    unbound = ctx.flag_info(site).unbound in ("yes", "some")
+    unbound = flag_info(site, ctx).unbound in ("yes", "some")
     cpu = find_path(site.max_active, lambda v: isinstance(v, CpuCount))
     value = project(site.max_active, cpu) if cpu else site.max_active
     _, complete = evaluate(value, ctx.ncpus)

@@ -5,6 +5,7 @@ queue may not carry WQ_PERCPU); what the kernel does about a queue without one i
 version's (rules.yaml by-version: a WARN_ONCE from v7.2, 21c05ca88a54)."""
 from __future__ import annotations
 
+from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.checks.legacy_create_workqueue import through_create_macro
 from wqlint.scan.site import CheckContext, Site
@@ -17,7 +18,7 @@ READS = frozenset({"flags"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
-    info = ctx.flag_info(site)
+    info = flag_info(site, ctx)
     if not info.affinity_missing or through_create_macro(site, ctx):
         return []  # legacy-create-workqueue covers create_*workqueue()
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""

@@ -4,6 +4,7 @@ workqueue_sysfs_register() refuses it (the allocation fails); allowed from v7.1
 from __future__ import annotations
 
 from wqlint import kversion
+from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import children, evaluate, steps_along
@@ -16,7 +17,7 @@ def check(site: Site, ctx: CheckContext) -> list:
     sysfs = ctx.bits.bit("WQ_SYSFS")
     if not applies(site, ctx, RULE) or not sysfs:
         return []
-    info = ctx.flag_info(site)
+    info = flag_info(site, ctx)
     if not (info.ordered and info.sysfs):
         return []
     chain = list(site.prefix) + steps_along(_path_to_bit(site.flags, sysfs))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from wqlint import api, kversion
+from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import evaluate, find_path, Const
@@ -13,7 +14,7 @@ READS = frozenset({"flags", "max_active"})
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE):
         return []
-    info = ctx.flag_info(site)
+    info = flag_info(site, ctx)
     if info.unbound != "yes" or info.ordered:
         return []
     values, complete = evaluate(site.max_active, ctx.ncpus)
