@@ -143,9 +143,13 @@ def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, p
     finding it fixes is still there (the flag does not reach the queue: a wrapper masks it),
     or where the queue's own work, reclaim work now, waits for a queue without the flag: the
     fix would only move the warning."""
-    after = dict(contents)
-    after.update((c.path, c.after.encode("utf-8")) for c in result.changes)
     rescuing = [fx for fx in result.fixes() if fx.edit == "add-reclaim"]
+    # Only the files these fixes edit and are judged from: the rest of a whole-tree fix is not
+    # read twice.
+    wanted = {fx.at[0] for fx in rescuing} | {fx.finding.path for fx in rescuing}
+    wanted |= {h.split("=", 1)[1] for fx in rescuing for h in fx.finding.hints if h.startswith("judged-with=")}
+    after = {rel: data for rel, data in contents.items() if rel in wanted}
+    after.update((c.path, c.after.encode("utf-8")) for c in result.changes if c.path in wanted)
     rules = {fx.finding.rule_id for fx in rescuing}
     before = {_seen(f) for f in found.values()}
     now = [f for key, f in sorted(rejudge(result.root, catalogue, result.version, after, **engine).items())
