@@ -70,3 +70,29 @@ def test_without_the_rescuer_flag_in_the_tree_nothing_is_followed(tmp_path):
     src.write_text(RECLAIM.read_text().replace("WQ_MEM_RECLAIM | WQ_UNBOUND", "rc_flags"))
     doc, _ = scan_json(src, "--kernel-version", "7.3")
     assert _reclaim(doc) == {}
+
+
+WRAPPERS = FIXTURES / "rules" / "reclaim_wrappers.c"
+
+
+def test_a_wrapper_given_the_queue_flushes_the_callers_argument():
+    """The flushed queue is what the work function hands a wrapper (two deep here), and only
+    that: the same wrapper given a queue with a rescuer is not reported."""
+    doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
+    got = _reclaim(doc)
+    assert sorted(got) == [34, 56, 75, 98]
+    assert [(s["line"], s["note"]) for s in got[56]["chain"]][3:] == [
+        (68, "wp_drain_fn() calls wp_quiesce()"),
+        (61, "wp_quiesce() calls wp_drain()"),
+        (56, "wp_drain() calls drain_workqueue()"),
+        (113, "alloc_workqueue() allocates wp-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM"),
+    ]
+    assert "!WQ_MEM_RECLAIM wp-aux:wp_aux_fn" in got[75]["message"]
+
+
+def test_an_accessor_macro_names_the_member_that_holds_the_queue():
+    doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
+    f = _reclaim(doc)[98]
+    assert "flush_workqueue(struct wp_host.host_wq) waits for wp-host" in f["message"]
+    assert [(s["line"], s["note"]) for s in f["chain"]][-1] == (
+        105, "alloc_workqueue() allocates wp-host (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM")

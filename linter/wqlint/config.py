@@ -35,11 +35,12 @@ class Config:
     max_findings: int | None = None
     paths: tuple | None = None  # path prefixes relative to the tree; None: all, (): none
 
+    def rule_on(self, rule_id: str) -> bool:
+        return (self.enable is None or rule_id in self.enable) and rule_id not in self.disable
+
     def keeps(self, finding, path: str | None = None) -> bool:
         """path: the finding's path relative to the tree, when finding.path is not."""
-        if self.enable is not None and finding.rule_id not in self.enable:
-            return False
-        if finding.rule_id in self.disable:
+        if not self.rule_on(finding.rule_id):
             return False
         if SEVERITIES.index(finding.severity) < SEVERITIES.index(self.min_severity):
             return False

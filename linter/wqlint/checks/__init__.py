@@ -62,5 +62,12 @@ def _judges_here(module, site: Site) -> bool:
     return not module.READS <= site.parts_elsewhere
 
 
+def unread(rule_on) -> frozenset:
+    """The parts of sites that no rule for which rule_on(rule id) holds reads: the scanner
+    need not build them (no rule on that reads "flow": no work model)."""
+    every = frozenset().union(*(m.READS for m in REGISTRY.values()))
+    return every - frozenset().union(*(m.READS for rule, m in REGISTRY.items() if rule_on(rule)))
+
+
 # Every rule id a check reports: the catalogue must describe each (catalogue.load checks).
 RULE_IDS = frozenset(REGISTRY)

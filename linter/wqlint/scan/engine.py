@@ -186,6 +186,8 @@ class Engine:
         self.catalogue = catalogue
         self.jobs = jobs
         self.keep_suppressed = False  # run() lists what suppression comments hide, too
+        # Parts of sites that no rule that is on reads (wqlint.checks.unread): not built.
+        self.unread: frozenset = frozenset()
         # Files whose changes are of interest (review): only allocations in their subsystems
         # are resolved, as chains are only followed within related subsystems (nearness.related).
         self.focus = focus
@@ -666,7 +668,7 @@ class Engine:
         """The work items put on queues allocated with api.RESCUER_FLAG whose functions reach a
         flush (scan.work), looked up round by round like the sites' values."""
         rescuer = bits.bit(api.RESCUER_FLAG)
-        if not rescuer:
+        if not rescuer or "flow" in self.unread:
             return []
         header = self.index.source(self.api_header)
         model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
@@ -963,7 +965,8 @@ class Engine:
         from wqlint.scan.store import digest
         own = tuple(sorted((rel, digest(data)) for rel, data in self.index.extra.items()))
         # The version too: paths through #if branches follow the target kernel (scan.cpp).
-        return ("scan", tuple(sorted(self.targets)), self.api_header, own, tuple(self.version))
+        return ("scan", tuple(sorted(self.targets)), self.api_header, own, tuple(self.version),
+                tuple(sorted(self.unread)))
 
     def _with_call_sha(self, f, known: Optional[dict] = None):
         digest = (known or {}).get((f.path, f.line, f.col))

@@ -99,8 +99,8 @@ class Analysis:
 
 
 # A scan's key (Engine._scan_key): "scan", the paths, the API header, wqlint's own files
-# (rel, digest), the kernel version.
-ScanKey = tuple[str, tuple[str, ...], str, tuple[tuple[str, str], ...], tuple[int, ...]]
+# (rel, digest), the kernel version, the parts of sites no rule left on reads (not built).
+ScanKey = tuple[str, tuple[str, ...], str, tuple[tuple[str, str], ...], tuple[int, ...], tuple[str, ...]]
 
 
 @dataclasses.dataclass

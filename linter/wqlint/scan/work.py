@@ -3,16 +3,16 @@ on it, the functions the items are bound to, and a bounded call graph from those
 to the flushes they make.
 
 Built on demand, as values are: only the queues asked about are followed, and a function is
-parsed only when its text shows it may reach a flush (_reaching()).
+parsed only when its text shows it may reach a flush (_reaches()).
 
 A place that holds a queue or a work item is a Key: a variable, or a struct member (with the
 struct's tag when the declarations tell it). Everything is looked for in the directory of the
-file asking and in its parent (when that is more than two levels deep): the files read are
-those of the subsystems the queues with a rescuer live in, never a search of the tree.
+file asking and in its parent (when that is more than two levels deep), through one search
+per round of every directory asked about (scan.subtext): a file is read only when it names
+what is asked, or holds the definition of a function that is followed.
 """
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -21,8 +21,10 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.ctext import short as _short
+from wqlint.scan.index import covering
 from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
 from wqlint.scan.structs import struct_type_name
+from wqlint.scan.subtext import SubsystemText
 from wqlint.scan.site import Site
 from wqlint.scan.source import call_at, is_c_source
 
@@ -32,14 +34,21 @@ MAX_POINTER_TARGETS = 3  # a member called through more initialisers than this i
 MAX_OCCURRENCES = 3000  # lines naming a member that are looked at for one question
 MAX_FLUSHES = 16  # flushes reached from one function
 MAX_NEAR_FILES = 600  # files of a subsystem searched for a callee's definition
-# A function's header at column 0 (its name before the parameters), and `.member = function,`.
-_DEF_RE = re.compile(rb"(?m)^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
+MAX_TEXT_FUNCTIONS = 4000  # definitions looked at by their text from one function
+MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the engine
+# A function's definition from its header's first line: the name before the parameters, then
+# the body's '{'.
+_DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
 # A call by name (`name(`, `(name)(`): a member's when `->` or `.` comes before the name.
 _CALL_RE = re.compile(rb"\b([A-Za-z_]\w*)\s*\)?\s*\(")
-_INIT_RE = re.compile(rb"(?m)^\s*\.\s*([A-Za-z_]\w*)\s*=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$")
+_MEMBER_CALL_RE = re.compile(rb"(?:\.|->)\s*([A-Za-z_]\w*)\s*\)?\s*\(")
+_PENDING = object()  # an answer that takes a search not made yet
+_FAR = 1 << 30  # no flush within reach
 
 _QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
+_QUEUEING_B = tuple(n.encode() for n in covering(list(_QUEUEING)))
+_QUEUEING_CALL_RE = re.compile(r"\b(" + "|".join(sorted(_QUEUEING, key=len, reverse=True)) + r")\s*\(")
 
 
 @dataclass(frozen=True)
@@ -102,23 +111,38 @@ class WorkModel:
         self.resolver = engine.resolver
         self.sites = sites
         self.helpers = helper_queues  # {helper: (queue, Step)}
+        self.text = SubsystemText(self.index, _API_NAMES)
         self._keys: dict = {}  # id(site) -> Key | None
         self._fn_memo: dict = {}
-        self._file_defs: dict = {}  # rel -> _defs(rel)
-        self._file_calls: dict = {}  # rel -> _callers_in()
         self._dir_defs: dict = {}  # directory -> _near_defs() of its files
+        self._defined: dict = {}  # (name, file asking) -> _definition()
         self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._related: dict = {}  # rel -> set of the files of its subsystem
         self._by_name: Optional[dict] = None  # name of a queue's Key -> [(Site, Key)]
         self._dir_files: dict = {}  # directory -> the files of its subsystem searched
-        self._reach_sets: dict = {}  # directory (and file) -> _reaching()
+        self._dist: dict = {}  # a definition -> (calls from it to a flush by its text, calls looked through)
+        self._callees: dict = {}  # (rel, line) of a definition -> [(rel, line)] it may call
+        self._pointers: dict = {}  # (member, directory) -> _pointer_names()
+        self._defined_names: dict = {}  # directory -> the names _near_defs() defines, as bytes
         self._lines_memo: dict = {}  # (name, directory) -> _lines()
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> its calls by name
         self._answers: dict = {}  # (question, Key, directory) -> answer
 
     # -- asking ------------------------------------------------------------------------------
     def flows(self, wanted) -> list:
-        """The Flows of the allocation sites for which wanted(site) holds."""
+        """The Flows of the allocation sites for which wanted(site) holds, the subsystems'
+        text searched round by round (scan.subtext)."""
+        out = self._flows(wanted)
+        for _ in range(MAX_TEXT_ROUNDS):
+            if not self.text.fetch():
+                break
+            out = self._flows(wanted)
+        return out
+
+    def _misses(self) -> tuple:
+        return self.index.misses, self.text.misses
+
+    def _flows(self, wanted) -> list:
         out, seen = [], set()
         for site in self.sites:
             if not wanted(site):
@@ -217,24 +241,49 @@ class WorkModel:
                     and parser.text(node.children[1]) == ".":
                 return self.key_of(obj, scope)
             return Key("member", member, _declared_tag(obj, scope))
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            if fn is not None and fn.type == "identifier":
+                return self._accessor_key(parser.text(fn), scope)
+        return None
+
+    def _accessor_key(self, name: str, scope: Scope) -> Optional[Key]:
+        """The member a function-like macro used as an accessor names: `#define
+        host_wq(x) (((struct host_attrs *)(x)->data)->wq)` holds its queue in struct
+        host_attrs' member wq, whatever object it is given."""
+        macros = self.resolver.macros
+        for src, first, last in macros.definitions(name, scope.src)[:2]:
+            chunk = macros.chunk(src, first, last)
+            if chunk is None or not chunk.macro_is_function:
+                continue
+            expr, mscope = macros.value_node(chunk)
+            while expr is not None and expr.type == "parenthesized_expression":
+                expr = next((c for c in expr.named_children if c.type != "comment"), None)
+            if expr is not None and expr.type == "field_expression":
+                return self.key_of(expr, mscope)
         return None
 
     # -- where work is put on a queue --------------------------------------------------------
     def _lines(self, key: Key, near: str) -> list:
-        """(rel, line) naming key in the files near near (_files_near(): the files the model
-        reads for the definitions of callees too), its own directory first."""
+        """(rel, line) of the calls of the API (queueing, scheduling, binding) naming key in
+        the files near near (_files_near(): the files the model reads for the definitions of
+        callees too), its own directory first."""
         here = near.rsplit("/", 1)[0] if "/" in near else ""
         got = self._lines_memo.get((key.name, here))
         if got is None:
             got = []
-            for rel in self._files_near(near):
-                src = self.index.source(rel)
-                if src is not None and key.name.encode() in src.data:
-                    got.extend((rel, ln) for ln in src.word_lines(key.name))
-                if len(got) >= MAX_OCCURRENCES:
-                    break
-            self._lines_memo[(key.name, here)] = got
+            files = set(self._files_near(near))
+            found = [self.text.calls(reldir) for reldir in _dirs_near(near)]
+            if any(f is None for f in found):
+                return []
+            for words in found:
+                got.extend(o for o in words.get(key.name, ()) if o[0] in files)
+            got = self._lines_memo[(key.name, here)] = got[:MAX_OCCURRENCES]
         return got
+
+    def _peek(self, rel: str, line: int) -> bytes:
+        got = self.text.lines.get((rel, line))
+        return got if got is not None else self.index.peek(rel, line)
 
     def queued_on(self, key: Key, near: str) -> list:
         """[(Step, work Key)] of the calls that put a work item on the queue key."""
@@ -244,17 +293,16 @@ class WorkModel:
         here = near.rsplit("/", 1)[0] if "/" in near else ""
         got = self._answers.get((what, key, here))
         if got is None:
-            misses = self.index.misses
+            misses = self._misses()
             got = compute(key, near)
-            if self.index.misses == misses:
+            if self._misses() == misses:
                 self._answers[(what, key, here)] = got
         return got
 
     def _queued_on(self, key: Key, near: str) -> list:
         out = []
         for rel, line in self._lines(key, near):
-            text = self.index.peek(rel, line)
-            if not any(c.encode() in text for c in _QUEUEING) and b"queue" not in text:
+            if not self._near_call(rel, line, _QUEUEING_B) or self._not_queued_on(rel, line, key):
                 continue
             for call, spec, chunk in self._calls_around(rel, line, _QUEUEING):
                 args = _args(call)
@@ -273,6 +321,33 @@ class WorkModel:
                                  f"{spec.name}() puts {_short(parser.text(args[spec.queue_arg + 1]), 40)} "
                                  f"on {_short(parser.text(args[spec.queue_arg]), 40)}"), work))
         return out
+
+    def _not_queued_on(self, rel: str, line: int, key: Key) -> bool:
+        """Does the text of the queueing calls starting on line (with the two lines after
+        it) show that none of them puts work on key? Then its function is not parsed."""
+        src = self.index.source(rel)
+        if src is None:
+            return False
+        text = src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace")
+        found = False
+        for m in _QUEUEING_CALL_RE.finditer(text):
+            args = _split(text[m.end():])
+            spec = _QUEUEING[m.group(1)]
+            if args is None or spec.queue_arg >= len(args):
+                return False
+            if _names_key(args[spec.queue_arg], key, False):
+                return False
+            found = True
+        return found
+
+    def _near_call(self, rel: str, line: int, names: tuple) -> bool:
+        """Does the line, or one of the two before it (a call's arguments wrapped), name one
+        of names? Only then is its function parsed."""
+        text = self._peek(rel, line)
+        if any(n in text for n in names):
+            return True
+        src = self.index.source(rel)
+        return src is not None and any(n in src.slice(max(1, line - 2), line) for n in names)
 
     def _calls_around(self, rel: str, line: int, names) -> list:
         """(call node, spec, chunk) of the calls of names that a line is part of."""
@@ -304,7 +379,7 @@ class WorkModel:
         out = []
         binders = api.WORK_BINDERS
         for rel, line in self._lines(work, near):
-            text = self.index.peek(rel, line)
+            text = self._peek(rel, line)
             if not any(b.encode() in text for b in binders):
                 continue
             src = self.index.source(rel)
@@ -333,33 +408,40 @@ class WorkModel:
 
     # -- what the work function reaches ------------------------------------------------------
     def _reach(self, site, key, queued, bound, fn, near) -> list:
+        if self._distance(fn, near) >= MAX_DEPTH:
+            return []
         start = self.function(fn, near)
         if start is None:
             return []
         out = []
         for calls, flush, spec, target, call, scope in self._flushes(start, fn, MAX_DEPTH, frozenset()):
+            if isinstance(target, int):
+                continue  # the work function's own parameter: its work item
             out.append(self._flow(site, key, queued, bound, fn, calls, flush, spec, target, call, scope))
         return out
 
     def _flushes(self, scope: Scope, name: str, depth: int, stack: frozenset) -> list:
         """(call Steps, flush Step, FlushCall, Target, call node, Scope) of the flushes name
         makes itself or through the functions of its subsystem it calls, up to depth calls
-        deep (worked out once per function, with the depth left at its first visit)."""
+        deep (worked out once per function, with the depth left at its first visit). A
+        callee is parsed and followed only when its text may reach a flush in time."""
         ident = (scope.src.rel, name)
         memo = self._fn_memo.get(ident)
         if memo is not None:
             return [r for r in memo if len(r[0]) < depth]
-        misses = self.index.misses
+        misses = self._misses()
         out = []
         for call, callee, via in self._calls_in(scope):
             cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
             if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED
-                                 or callee not in self._reaching(scope.src.rel)):
+                                 or self._distance(callee, scope.src.rel) > depth - 2):
                 continue
             step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
             if spec is not None:
-                target = self.target(spec, call, scope)
+                # A flush of what a parameter holds is the caller's to name (a wrapper).
+                param = _param_of(spec, call, scope)
+                target = param if param >= 0 else self.target(spec, call, scope)
                 if target is not None:
                     out.append(((), step, spec, target, call, scope))
                 continue
@@ -368,19 +450,26 @@ class WorkModel:
                 continue
             for calls, flush, fspec, target, fcall, fscope in self._flushes(inner, callee, depth - 1,
                                                                              stack | {ident}):
+                if isinstance(target, int):  # the callee flushes its parameter: this call's argument
+                    args = _args(call)
+                    if target >= len(args):
+                        continue
+                    param = _param_node(args[target], scope)
+                    target = param if param >= 0 else self.target_of(fspec, self.key_of(args[target], scope), scope)
+                    if target is None:
+                        continue
                 out.append(((step,) + calls, flush, fspec, target, fcall, fscope))
             if len(out) >= MAX_FLUSHES:
                 break
-        if self.index.misses == misses:
+        if self._misses() == misses:
             self._fn_memo[ident] = out
         return out
 
     def function(self, name: str, near: str) -> Optional[Scope]:
         """The definition of function name: in near's file, else in its subsystem's files
         (_files_near()), nearest first; None when it is defined elsewhere or nowhere."""
-        own = self._defs(near)[0].get(name)
-        at = (near, own) if own is not None else self._near_defs(near)[0].get(name)
-        if at is None:
+        at = self._definition(name, near)
+        if at is None or at is _PENDING:
             return None
         key = (at, name)
         if key in self._scopes:
@@ -397,22 +486,131 @@ class WorkModel:
         self._scopes[key] = found
         return found
 
-    def _near_defs(self, rel: str) -> tuple:
-        """_defs() of the files of rel's directory and of its parent (when that is more than two
-        levels deep) merged, those of its own directory first:
-        ({function: (rel, line)}, {member: [(function, rel, line)]})."""
+    def _definition(self, name: str, near: str):
+        """(rel, line) of the header of function name's definition in near's file, else in
+        its subsystem's files, nearest first; None when there is none there, _PENDING until
+        the subsystem's text is searched."""
+        key = (name, near)
+        got = self._defined.get(key)
+        if got is not None:
+            return got or None
+        heads = self._near_defs(near)
+        if heads is None:
+            return _PENDING
+        ats = [at for defs, _inits in heads for at in defs.get(name, ())]
+        found = False
+        for rel, line, offset in sorted(ats, key=lambda at: at[0] != near):
+            src = self.index.source(rel)
+            if src is None:
+                continue
+            m = _DEF_AT.match(src.data, offset)
+            if m is not None and m.group(1).decode() == name:
+                found = (rel, line, m.end())
+                break
+        self._defined[key] = found
+        return found or None
+
+    def _distance(self, name: str, near: str) -> int:
+        """The fewest calls (at most MAX_DEPTH - 1) from function name, as near's subsystem
+        defines it, to a flush, by a look at the text of its body and of the functions it
+        may call (by name, or through a member initialised to a function); _FAR when there
+        is none that near or it is not known yet."""
+        at = self._definition(name, near)
+        if at is None or at is _PENDING:
+            return _FAR
+        radius = MAX_DEPTH - 1
+        known = self._dist.get(at)
+        if known is not None and (known[0] <= known[1] or known[1] >= radius):
+            return known[0] if known[0] <= radius else _FAR
+        # The definitions within radius calls (breadth first: each at its fewest calls), and
+        # what each may call; one whose distance is known as far as needed is not looked into.
+        level = {at: 0}
+        order, graph, pending = [at], {}, False
+        for cur in order:
+            k = level[cur]
+            known = self._dist.get(cur)
+            if cur != at and known is not None and (known[0] <= known[1] or known[1] >= radius - k):
+                continue
+            got = self._callees_of(cur)
+            if got is _PENDING:
+                pending = True
+                continue
+            graph[cur] = got
+            if k < radius and len(order) < MAX_TEXT_FUNCTIONS:
+                for c in got[0]:
+                    if c not in level:
+                        level[c] = k + 1
+                        order.append(c)
+
+        def told(n) -> int:
+            known = self._dist.get(n)
+            return known[0] if known is not None and known[0] <= known[1] else _FAR
+        dist = {n: 0 if flushes else _FAR for n, (_callees, flushes) in graph.items()}
+        for _ in range(radius + 1):
+            changed = False
+            for n, (callees, _flushes) in graph.items():
+                best = min((1 + (dist[c] if c in dist else told(c)) for c in callees), default=_FAR)
+                if best < dist[n]:
+                    dist[n] = best
+                    changed = True
+            if not changed:
+                break
+        if not pending:
+            # Each exactly as far as it was looked into: (distance, calls looked through).
+            self._dist.update((n, (d, radius - level[n])) for n, d in dist.items())
+        got = dist.get(at, _FAR)
+        return got if got <= radius else _FAR
+
+    def _callees_of(self, at: tuple):
+        """([definitions it may call], whether it calls a flush) of the function whose
+        definition is at, by its text; _PENDING until its subsystem's text is searched."""
+        got = self._callees.get(at)
+        if got is not None:
+            return got
+        rel, _line, start = at
+        src = self.index.source(rel)
+        if src is None:
+            return (), False
+        data = src.data
+        end = data.find(b"\n}", start)
+        body = data[start:end if end >= 0 else len(data)]
+        heads = self._near_defs(rel)
+        if heads is None:
+            return _PENDING
+        here = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        defined = self._defined_names.get(here)
+        if defined is None:
+            defined = self._defined_names[here] = {n.encode() for defs, _inits in heads for n in defs}
+        # Every name called that the subsystem defines, and the members called through
+        # (their names count as called too: this only decides what is parsed).
+        names = {n.decode() for n in set(_CALL_RE.findall(body)) & defined} - _NOT_FOLLOWED
+        for member in {n.decode() for n in _MEMBER_CALL_RE.findall(body)}:
+            names.update(self._pointer_names(member, rel))
+        callees = []
+        for name in sorted(names):
+            d = self._definition(name, rel)
+            if d is not None and d is not _PENDING and d != at:
+                callees.append(d)
+        got = self._callees[at] = (tuple(callees), _FLUSH_RE.search(body) is not None)
+        return got
+
+    def _near_defs(self, rel: str) -> Optional[list]:
+        """The headers of the files of rel's directory and of its parent (when that is more
+        than two levels deep), its own directory's first: [({function: [(rel, line)]},
+        {member: [(function, rel, line)]})]; None until their text is searched."""
         here = rel.rsplit("/", 1)[0] if "/" in rel else ""
         got = self._dir_defs.get(here)
         if got is None:
-            defs: dict = {}
-            inits: dict = {}
-            for other in self._files_near(rel):
-                fdefs, finits = self._defs(other)[:2]
-                for name, line in fdefs.items():
-                    defs.setdefault(name, (other, line))
-                for member, fns in finits.items():
-                    inits.setdefault(member, []).extend((fn, other, line) for fn, line in fns)
-            got = self._dir_defs[here] = (defs, inits)
+            heads = [self.text.heads(d) for d in _dirs_near(rel)]
+            if any(h is None for h in heads):
+                return None
+            files = self._files_near(rel)
+            if sum(len(self.index.dir_files(d, recursive=False)) for d in _dirs_near(rel)) > len(files):
+                # More files than a subsystem is searched in: only the nearest count.
+                kept = set(files)
+                heads = [({n: [a for a in ats if a[0] in kept] for n, ats in defs.items()},
+                          {m: [f for f in fns if f[1] in kept] for m, fns in inits.items()}) for defs, inits in heads]
+            got = self._dir_defs[here] = heads
         return got
 
     def _files_near(self, rel: str) -> list:
@@ -421,109 +619,13 @@ class WorkModel:
         here = rel.rsplit("/", 1)[0] if "/" in rel else ""
         got = self._dir_files.get(here)
         if got is None:
-            parts = here.split("/") if here else []
-            files = list(self.index.dir_files(here, recursive=False))
-            if len(parts) > 2:
-                files += self.index.dir_files("/".join(parts[:-1]), recursive=False)
+            files = []
+            for reldir in _dirs_near(rel):
+                files += self.index.dir_files(reldir, recursive=False)
             files = sorted((r for r in files if is_c_source(r)),
                            key=lambda r: ((r.rsplit("/", 1)[0] if "/" in r else "") != here, r))
             got = self._dir_files[here] = files[:MAX_NEAR_FILES]
         return got
-
-    def _defs(self, rel: str) -> tuple:
-        """({function: line of its definition's header}, {member: [(function, line)]} of the
-        initialisers `.member = function,`, [(start, end, function)] of the bodies, {function:
-        (names it calls, members it calls through)}) of a file, by a look at its text."""
-        got = self._file_defs.get(rel)
-        if got is None:
-            src = self.index.source(rel)
-            defs: dict = {}
-            inits: dict = {}
-            spans: list = []
-            if src is not None:
-                text = src.data
-                for m in _DEF_RE.finditer(text):
-                    name = m.group(1).decode()
-                    defs.setdefault(name, src.line_at(m.start(1)))
-                    end = text.find(b"\n}", m.end())
-                    spans.append((m.end(), end if end >= 0 else len(text), name))
-
-                for m in _INIT_RE.finditer(text):
-                    fn = m.group(2).decode()
-                    if fn != "NULL":
-                        inits.setdefault(m.group(1).decode(), []).append((fn, src.line_at(m.start(1))))
-            got = self._file_defs[rel] = (defs, inits, spans, [sp[0] for sp in spans])
-        return got
-
-    def _callers_in(self, src, defs: tuple) -> tuple:
-        """({name: functions of the file whose body calls it}, {member: functions whose body
-        calls through it}), read once per file: every subsystem the file is near asks."""
-        got = self._file_calls.get(src.rel)
-        if got is None:
-            _defs, _inits, spans, starts = defs
-            by_name: dict = {}
-            by_member: dict = {}
-            text = src.data
-            for m in _CALL_RE.finditer(text):
-                at = m.start(1)
-                i = bisect.bisect_right(starts, at) - 1
-                if i >= 0 and at < spans[i][1]:
-                    name = m.group(1).decode()
-                    by_name.setdefault(name, set()).add(spans[i][2])
-                    j = at - 1
-                    while j >= 0 and text[j] in b" \t\n":
-                        j -= 1
-                    if j >= 0 and (text[j] == 0x2E or (text[j] == 0x3E and j > 0 and text[j - 1] == 0x2D)):  # . ->
-                        by_member.setdefault(name, set()).add(spans[i][2])
-            got = self._file_calls[src.rel] = (by_name, by_member)
-        return got
-
-    def _reaching(self, near: str) -> set:
-        """The functions of near's subsystem that may reach a flush within MAX_DEPTH calls, by
-        a look at their text: those whose body calls a flush, then those whose body names one
-        of them, or calls through a member initialised to one. Only these are parsed and
-        followed."""
-        got = self._reach_sets.get(near)
-        if got is not None:
-            return got
-        here = near.rsplit("/", 1)[0] if "/" in near else ""
-        got = self._reach_sets.get(here)
-        if got is not None:
-            self._reach_sets[near] = got
-            return got
-        self._near_defs(near)
-        files = [(self.index.source(rel), self._defs(rel)) for rel in self._files_near(near)]
-        files = [(src, d) for src, d in files if src is not None and d[2]]
-        through: dict = {}  # a function -> the members initialised to it
-        for member, fns in self._dir_defs[here][1].items():
-            for fn, _rel, _line in fns:
-                through.setdefault(fn, set()).add(member)
-
-        def callers(pattern) -> set:
-            out = set()
-            for src, (_defs, _inits, spans, starts) in files:
-                for m in pattern.finditer(src.data):
-                    i = bisect.bisect_right(starts, m.start()) - 1
-                    if i >= 0 and m.start() < spans[i][1]:
-                        out.add(spans[i][2])
-            return out
-        called = [self._callers_in(src, d) for src, d in files]
-        reach: set = set()
-        frontier = callers(_FLUSH_RE)
-        for _level in range(MAX_DEPTH):
-            frontier -= reach
-            if not frontier:
-                break
-            reach |= frontier
-            new = set()
-            for by_name, by_member in called:
-                for fn in frontier:
-                    new |= by_name.get(fn, set())
-                    for member in through.get(fn, ()):
-                        new |= by_member.get(member, set())
-            frontier = new
-        self._reach_sets[here] = self._reach_sets[near] = reach
-        return reach
 
     def _calls_in(self, scope: Scope) -> list:
         """(call node, callee name, how) of the calls in a function: by name, or through a
@@ -543,11 +645,22 @@ class WorkModel:
                     out.append((call, target, f" through .{member} ({step.path}:{step.line})"))
         return out
 
+    def _pointer_names(self, member: str, near: str) -> tuple:
+        """The functions of pointer_targets(), without their steps."""
+        here = near.rsplit("/", 1)[0] if "/" in near else ""
+        got = self._pointers.get((member, here))
+        if got is None:
+            got = self._pointers[(member, here)] = tuple(fn for fn, _step in self.pointer_targets(member, near))
+        return got
+
     def pointer_targets(self, member: str, near: str) -> list:
         """[(function, Step)] of the initialisers `.member = function` in near's subsystem;
         none when there are more than MAX_POINTER_TARGETS (a member too generic to follow)."""
+        heads = self._near_defs(near)
+        if heads is None:
+            return []
         out: dict = {}
-        for fn, rel, line in self._near_defs(near)[1].get(member, ()):
+        for fn, rel, line in (f for _defs, inits in heads for f in inits.get(member, ())):
             if fn not in out:
                 out[fn] = (rel, line)
                 if len(out) > MAX_POINTER_TARGETS:
@@ -555,7 +668,8 @@ class WorkModel:
         steps = []
         for fn, (rel, line) in out.items():
             src = self.index.source(rel)
-            steps.append((fn, Step(rel, line, src.line_text(line).strip(), f".{member} = {fn}")))
+            if src is not None:
+                steps.append((fn, Step(rel, line, src.line_text(line).strip(), f".{member} = {fn}")))
         return steps
 
     # -- what a flush waits for --------------------------------------------------------------
@@ -567,7 +681,10 @@ class WorkModel:
         args = _args(call)
         if spec.arg >= len(args):
             return None
-        key = self.key_of(args[spec.arg], scope)
+        return self.target_of(spec, self.key_of(args[spec.arg], scope), scope)
+
+    def target_of(self, spec, key: Optional[Key], scope: Scope) -> Optional[Target]:
+        """What a flush of key (named in scope) waits for."""
         if key is None:
             return None
         if spec.waits_for == "queue":
@@ -579,7 +696,7 @@ class WorkModel:
         # A work item: the queues it is put on in the subsystem.
         sites, queued, complete, system = [], [], True, ""
         for rel, line in self._lines(key, scope.src.rel):
-            text = self.index.peek(rel, line)
+            text = self._peek(rel, line)
             if b"queue" not in text and b"schedule" not in text:
                 continue
             for qcall, qspec, chunk in self._calls_around(rel, line, {**_QUEUEING, **_SCHEDULING}):
@@ -642,9 +759,7 @@ class WorkModel:
                 if near_set is None:
                     near_set = self._related.get(near)
                     if near_set is None:
-                        self._near_defs(near)
-                        here = near.rsplit("/", 1)[0] if "/" in near else ""
-                        near_set = self._related[near] = set(self._dir_files[here]) | {near}
+                        near_set = self._related[near] = set(self._files_near(near)) | {near}
                 if site.path not in near_set:
                     continue
             if site not in out:
@@ -666,6 +781,16 @@ _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
 # primitives every function makes, whose bodies never flush a queue.
 _NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_BINDERS) | set(api.SCHEDULE_HELPERS)
                           | {"container_of", "to_delayed_work", "to_rcu_work", "list_for_each_entry"})
+
+
+# The calls whose lines scan.subtext indexes by the words of their text.
+_API_NAMES = covering(list(_QUEUEING) + list(_SCHEDULING) + list(api.WORK_BINDERS))
+
+
+def _dirs_near(rel: str) -> list:
+    """rel's directory, and its parent when that is more than two levels deep."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts)] + (["/".join(parts[:-1])] if len(parts) > 2 else [])
 
 
 def _span(chunk) -> tuple:
@@ -691,6 +816,25 @@ def _declared_tag(obj, scope: Scope) -> str:
         args = _split(parser.text(obj.child_by_field_name("arguments"))[1:] )
         return (struct_type_name(args[1]) or "") if args and len(args) == 3 else ""
     return ""
+
+
+def _param_of(spec, call, scope: Scope) -> int:
+    """The index of the parameter of scope's function that a flush call is given as what it
+    waits for (a wrapper of the flush), or -1."""
+    if spec.waits_for == "helper":
+        return -1
+    args = _args(call)
+    return _param_node(args[spec.arg], scope) if spec.arg < len(args) else -1
+
+
+def _param_node(node, scope: Scope) -> int:
+    """The index of the parameter an argument is, as it is (in parentheses or a cast), or -1."""
+    while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
+        node = node.child_by_field_name("value") if node.type == "cast_expression" else \
+            next((c for c in node.named_children if c.type != "comment"), None)
+    if node is None or node.type != "identifier" or scope.kind != "function":
+        return -1
+    return scope.param_index(parser.text(node))
 
 
 def _descendants(node, kind: str) -> list:

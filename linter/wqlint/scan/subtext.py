@@ -1,0 +1,193 @@
+"""What the work model (scan.work) reads of a subsystem's files: the lines naming a word, and
+the lines that may start a function's definition or initialise a member to a function.
+
+Asked for by directory (its files, not those below it) and answered in rounds, as the tree
+index answers names: the first question about a directory is queued and gets None; fetch()
+then runs one ripgrep over every directory asked about in the round, for every word asked
+(patterns on its standard input, so that thousands of names never make a command line too
+long), and one for the headers. Only the files with a hit are read afterwards. Files held in
+memory (a review's patched files, the index's extra files) are searched there instead of on
+disk. Without ripgrep the files are read and searched in Python.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from wqlint import tools
+from wqlint.scan.index import MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, _clean, _records
+
+_IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A line that may start a function's definition (its name before the parameters, at column
+# 0), and `.member = function,` (a member initialised to a function).
+HEADER = r"^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\("
+INIT = r"^\s*\.\s*([A-Za-z_]\w*)\s*=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$"
+_HEADER_RE = re.compile(HEADER.encode())
+_INIT_RE = re.compile(INIT.encode())
+
+
+class SubsystemText:
+    def __init__(self, index, names: list):
+        """names: the calls whose lines calls() indexes (strings that hold none of the others)."""
+        self.index = index
+        self.names = list(names)
+        self.misses = 0
+        self._calls: dict = {}  # directory -> {word: [(rel, line)]}
+        self._heads: dict = {}  # directory -> ({function: [(rel, line, offset)]}, {member: [(function, rel, line)]})
+        self._want_calls: set = set()
+        self._want_heads: set = set()
+        self.lines: dict = {}  # (rel, line) -> bytes, as a search printed them
+
+    # -- asking --------------------------------------------------------------------------
+    def calls(self, reldir: str) -> Optional[dict]:
+        """{word: [(rel, line)]} of the lines of reldir's files that name one of names, by
+        the words of the call's text (the line, and the two after it when its parentheses
+        stay open there); None until fetched."""
+        got = self._calls.get(reldir)
+        if got is None:
+            self._want_calls.add(reldir)
+            self.misses += 1
+        return got
+
+    def heads(self, reldir: str) -> Optional[tuple]:
+        """({function: [(rel, line, offset)]} of the lines that may start its definition,
+        {member: [(function, rel, line)]} of the initialisers) of reldir's files, or None
+        until fetched."""
+        got = self._heads.get(reldir)
+        if got is None:
+            self._want_heads.add(reldir)
+            self.misses += 1
+        return got
+
+    # -- answering -----------------------------------------------------------------------
+    def fetch(self) -> bool:
+        """Answer every question queued; False when none was."""
+        want_calls, self._want_calls = self._want_calls, set()
+        want_heads, self._want_heads = self._want_heads, set()
+        if not want_calls and not want_heads:
+            return False
+        if want_calls:
+            got: dict = {d: {} for d in want_calls}
+            for rel, line, content in self._search(sorted(want_calls), self.names, fixed=True):
+                self.lines[(rel, line)] = content
+                text = content
+                if content.count(b"(") > content.count(b")"):
+                    src = self.index.source(rel)
+                    if src is not None:
+                        text = src.slice(line, min(line + 2, src.nlines))
+                words = got[_dir(rel)]
+                for ident in set(_IDENT_RE.findall(text)):
+                    words.setdefault(ident.decode(), []).append((rel, line))
+            self._calls.update(got)
+        if want_heads:
+            got = {d: ({}, {}) for d in want_heads}
+            last, defs, inits = None, None, None
+            for rel, line, offset, fn, member, value in self._search(sorted(want_heads), [HEADER, INIT],
+                                                                     fixed=False):
+                if rel is not last:
+                    last = rel
+                    defs, inits = got[_dir(rel)]
+                if fn:
+                    defs.setdefault(fn, []).append((rel, line, offset))
+                elif value != "NULL":
+                    inits.setdefault(member, []).append((value, rel, line))
+            self._heads.update(got)
+        return True
+
+    def _search(self, dirs: list, patterns: list, fixed: bool) -> list:
+        """The lines of the files directly in dirs that hold one of patterns: (rel, line,
+        content) for fixed strings; for [HEADER, INIT], (rel, line, offset of the line, the
+        function a header names or '', the member an initialiser sets or '', its value)."""
+        index = self.index
+        files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
+        memory = [r for d in dirs for r in files[d] if index._shadowed(r)]
+        on_disk = {r for d in dirs for r in files[d]} - set(memory)
+        out = []
+        rg = tools.which("rg")
+        if rg and on_disk:
+            out = [hit for hit in self._ripgrep(rg, [d or "." for d in dirs if files[d]], patterns, fixed)
+                   if hit[0] in on_disk]
+        elif on_disk:
+            memory += sorted(on_disk)
+        for rel in memory:
+            src = index.source(rel)
+            if src is None:
+                continue
+            offset = 0
+            for n, content in enumerate(src.data.split(b"\n"), 1):
+                if fixed:
+                    if any(p.encode() in content for p in patterns):
+                        out.append((rel, n, content))
+                else:
+                    m = _HEADER_RE.match(content)
+                    if m and b";" not in content[m.end():]:
+                        out.append((rel, n, offset, m.group(1).decode(), "", ""))
+                    else:
+                        m = _INIT_RE.match(content)
+                        if m:
+                            out.append((rel, n, offset, "", m.group(1).decode(), m.group(2).decode()))
+                offset += len(content) + 1
+        return out
+
+    def _ripgrep(self, rg: str, paths: list, patterns: list, fixed: bool) -> list:
+        args = [rg, "-n", "--with-filename", "--no-heading", "--null", "--no-ignore", "--binary", "--max-depth", "1",
+                "--threads", str(self.index.jobs), "-g", "*.c", "-g", "*.h"]
+        if fixed:
+            args += ["-F"]
+            text = "\n".join(patterns)
+        else:
+            args += ["--byte-offset"]
+            text = "\n".join(["(?-u)" + HEADER + r"[^;]*$", "(?-u)" + INIT])
+        args += ["-f", "-", "--"] + paths
+        try:
+            proc = tools.run(args, cwd=self.index.root, input=(text + "\n").encode(), timeout=SEARCH_TIMEOUT,
+                             what="ripgrep", limit=MAX_SEARCH_OUTPUT)
+        except tools.ToolError as exc:
+            self.index._search_failed(self.index.root, str(exc))
+            return []
+        if proc.returncode not in (0, 1, 2):
+            self.index._search_failed(self.index.root, f"ripgrep failed: {tools.last_line(proc)}")
+            return []
+        try:
+            records = _fast_records(proc.stdout)
+            if fixed:
+                return [(_clean(name), num, content) for name, num, content in records]
+            out = []
+            header, init = _HEADER_RE.match, _INIT_RE.match
+            names: dict = {}
+            for name, num, rest in records:  # NAME NUL LINE ':' OFFSET ':' CONTENT
+                offset, colon, content = rest.partition(b":")
+                if not (offset.isdigit() and colon):
+                    raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
+                rel = names.get(name)
+                if rel is None:
+                    rel = names[name] = _clean(name)
+                if content[:1] in b" \t.":
+                    m = init(content)
+                    if m:
+                        out.append((rel, num, int(offset), "", m.group(1).decode(), m.group(2).decode()))
+                    continue
+                m = header(content)
+                if m:
+                    out.append((rel, num, int(offset), m.group(1).decode(), "", ""))
+            return out
+        except SearchOutputError as exc:
+            self.index._search_failed(self.index.root, f"ripgrep: {exc}")
+            return []
+
+
+_RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([^\n]*)\n")
+
+
+def _fast_records(out: bytes):
+    """index._records(), at C speed when every record is one line (no file name holds a
+    newline, no note between them)."""
+    if out.count(b"\n") == out.count(b"\0") and (not out or out.endswith(b"\n")):
+        got = _RECORD_RE.findall(out)
+        if len(got) == out.count(b"\0"):
+            return [(name, int(num), content) for name, num, content in got]
+    return list(_records(out))
+
+
+def _dir(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
