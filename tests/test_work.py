@@ -85,7 +85,8 @@ def test_a_wrapper_given_the_queue_flushes_the_callers_argument():
         (68, "wp_drain_fn() calls wp_quiesce()"),
         (61, "wp_quiesce() calls wp_drain()"),
         (56, "wp_drain() calls drain_workqueue()"),
-        (113, "alloc_workqueue() allocates wp-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM"),
+        (113, "alloc_workqueue() allocates wp-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, kept in "
+              "struct wp_dev.aux: one queue per struct wp_dev"),
     ]
     assert "!WQ_MEM_RECLAIM wp-aux:wp_aux_fn" in got[75]["message"]
 
@@ -95,4 +96,5 @@ def test_an_accessor_macro_names_the_member_that_holds_the_queue():
     f = _reclaim(doc)[98]
     assert "flush_workqueue(struct wp_host.host_wq) waits for wp-host" in f["message"]
     assert [(s["line"], s["note"]) for s in f["chain"]][-1] == (
-        105, "alloc_workqueue() allocates wp-host (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM")
+        105, "alloc_workqueue() allocates wp-host (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, kept in "
+             "struct wp_host.host_wq: one queue per struct wp_host")

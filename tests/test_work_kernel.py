@@ -8,17 +8,24 @@ Labels (path, line of the flush, the kernel's warning):
   reaches, through the LS create-association path, the error exit of
   nvmet_fc_alloc_target_queue() that destroys (drains) a new work_q.
 - qla2xxx: qla2xxx_wq (WQ_MEM_RECLAIM) runs qla2x00_iocb_work_fn(), whose relogin path adds
-  the remote port; fc_remote_port_add() flushes the rport's devloss_work_q
-  (alloc_workqueue("fc_dl_%d_%d", 0, 0)) through fc_flush_devloss().
-- gfs2 (6.1): glock_workqueue (WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_FREEZABLE) runs
-  glock_work_func(); a log flush failing there withdraws the filesystem, and gfs2_withdraw()
-  calls ->lm_unmount, gdlm_unmount(), which flushes sd_control_work, queued on gfs2_control_wq
-  (WQ_UNBOUND | WQ_FREEZABLE).
-Known miss, kept out of the labels: 6.12 has the same qla2xxx path, but its
-fc_flush_devloss() flushes fc_host_devloss_work_q(shost), an accessor macro of
-include/scsi/scsi_transport_fc.h that scan.work does not expand (the queue is "fc_dl_%d",
-allocated with flags 0). 6.1's nvmet-fc allocates the per-queue work_q with
-alloc_workqueue("ntfc%d.%d.%d", 0, 0) as well.
+  the remote port (qla2x00_do_work() -> qla2x00_relogin() -> qla2x00_update_fcport() ->
+  qla2x00_reg_remote_port() -> fc_remote_port_add()). fc_remote_port_add() first calls
+  fc_flush_work(), which flushes the FC host's work_q unconditionally, and, for a port whose
+  devloss timer could not be cancelled, fc_flush_devloss(), which flushes the devloss queue.
+  Neither queue has a rescuer: in 7.3 work_q is alloc_workqueue("fc_wq_%d", WQ_PERCPU, 0) and
+  the devloss queue is the rport's devloss_work_q (alloc_workqueue("fc_dl_%d_%d", WQ_PERCPU,
+  0)); in 6.12 both are the FC host's, "fc_wq_%d" and "fc_dl_%d" with flags 0, reached through
+  the accessor macros fc_host_work_q() and fc_host_devloss_work_q() of
+  include/scsi/scsi_transport_fc.h; in 6.1 the same, allocated as alloc_workqueue("%s", 0, 0,
+  fc_host->work_q_name) (the warning prints the formatted name, fc_wq_<host>, fc_dl_<host>).
+- gfs2 (6.1, 6.12): the glock queue (6.1: the global glock_workqueue; 6.12: each
+  filesystem's sd_glock_wq, "gfs2-glock/%s"; both WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_FREEZABLE)
+  runs glock_work_func(); finish_xmote() -> do_xmote() -> ->go_sync, inode_go_sync() ->
+  gfs2_log_flush(); a log flush failing there withdraws the filesystem, and gfs2_withdraw()
+  calls ->lm_unmount, gdlm_unmount(), which flushes sd_control_work (flush_delayed_work()),
+  queued on gfs2_control_wq (WQ_UNBOUND | WQ_FREEZABLE). 7.3 withdraws differently and keeps
+  no such path.
+6.1's nvmet-fc allocates the per-queue work_q with alloc_workqueue("ntfc%d.%d.%d", 0, 0) as well.
 No tree flushes system_wq while its schedule_work() queues elsewhere: flush-queue-mismatch
 reports nothing in them (its sites are out-of-tree modules).
 """
@@ -46,14 +53,26 @@ LABELS = {
                                            "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
         ("fs/gfs2/lock_dlm.c", 1392, "WQ_MEM_RECLAIM glock_workqueue:glock_work_func is flushing "
                                      "!WQ_MEM_RECLAIM gfs2_control:gfs2_control_func"),
+        ("drivers/scsi/scsi_transport_fc.c", 2819, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
+                                                   "flushing !WQ_MEM_RECLAIM %s:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2862, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
+                                                   "flushing !WQ_MEM_RECLAIM %s:0x0"),
     ],
     "6.12": [
         ("drivers/nvme/target/fc.c", 830, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_handle_ls_rqst_work is flushing "
                                           "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
         ("drivers/nvme/target/fc.c", 1236, "WQ_MEM_RECLAIM nvmet-wq:nvmet_fc_delete_assoc_work is flushing "
                                            "!WQ_MEM_RECLAIM ntfc%d.%d.%d:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2816, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
+                                                   "flushing !WQ_MEM_RECLAIM fc_wq_%d:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2859, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
+                                                   "flushing !WQ_MEM_RECLAIM fc_dl_%d:0x0"),
+        ("fs/gfs2/lock_dlm.c", 1406, "WQ_MEM_RECLAIM gfs2-glock/%s:glock_work_func is flushing "
+                                     "!WQ_MEM_RECLAIM gfs2_control:gfs2_control_func"),
     ],
     "7.3": NVMET + [
+        ("drivers/scsi/scsi_transport_fc.c", 2852, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
+                                                   "flushing !WQ_MEM_RECLAIM fc_wq_%d:0x0"),
         ("drivers/scsi/scsi_transport_fc.c", 2897, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
                                                    "flushing !WQ_MEM_RECLAIM fc_dl_%d_%d:0x0"),
     ],
@@ -154,15 +173,19 @@ def test_reclaim_fixes_on_6_1_and_6_12(linux_6_1, linux_6_12, tmp_path):
 
 
 def test_reclaim_suggestions_on_7_3(linux_7_3, tmp_path):
-    """Both queues of 7.3's findings are made per object (a target queue of nvmet-fc, a remote
-    port of the FC transport): with --suggestions, WQ_MEM_RECLAIM after their WQ_PERCPU."""
+    """The queues of 7.3's findings are made per object (a target queue of nvmet-fc, an FC host
+    and a remote port of the FC transport): with --suggestions, WQ_MEM_RECLAIM after their
+    WQ_PERCPU."""
     paths = [linux_7_3 / p for p in ("drivers/scsi/qla2xxx", "drivers/scsi/scsi_transport_fc.c",
                                      "drivers/nvme/target")]
     changed, err = _fix(paths, tmp_path, "--suggestions")
     assert changed == ['-\tqueue->work_q = alloc_workqueue("ntfc%d.%d.%d", WQ_PERCPU, 0,',
                        '+\tqueue->work_q = alloc_workqueue("ntfc%d.%d.%d",',
                        "+\t\t\t\t\tWQ_PERCPU | WQ_MEM_RECLAIM, 0,",
+                       '-\tfc_host->work_q = alloc_workqueue("fc_wq_%d", WQ_PERCPU, 0,',
+                       '+\tfc_host->work_q = alloc_workqueue("fc_wq_%d",',
+                       "+\t\t\t\t\t  WQ_PERCPU | WQ_MEM_RECLAIM, 0,",
                        '-\trport->devloss_work_q = alloc_workqueue("fc_dl_%d_%d", WQ_PERCPU, 0,',
                        '+\trport->devloss_work_q = alloc_workqueue("fc_dl_%d_%d",',
                        "+\t\t\t\t\t\tWQ_PERCPU | WQ_MEM_RECLAIM, 0,"]
-    assert err == ["wqlint: 3 finding(s) fixed in 2 file(s) (target mainline, v7.3.4); 0 not fixed"]
+    assert err == ["wqlint: 4 finding(s) fixed in 2 file(s) (target mainline, v7.3.4); 0 not fixed"]

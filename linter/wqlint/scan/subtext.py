@@ -81,7 +81,9 @@ class SubsystemText:
             self._calls.update(got)
         if want_heads:
             got = {d: ({}, {}) for d in want_heads}
-            last, defs, inits = None, None, None
+            last: Optional[str] = None
+            defs: dict = {}
+            inits: dict = {}
             for rel, line, offset, fn, member, value in self._search(sorted(want_heads), [HEADER, INIT],
                                                                      fixed=False):
                 if rel is not last:
@@ -89,7 +91,7 @@ class SubsystemText:
                     defs, inits = got[_dir(rel)]
                 if fn:
                     defs.setdefault(fn, []).append((rel, line, offset))
-                elif value != "NULL":
+                elif value:
                     inits.setdefault(member, []).append((value, rel, line))
             self._heads.update(got)
         return True
@@ -124,7 +126,7 @@ class SubsystemText:
                         out.append((rel, n, offset, m.group(1).decode(), "", ""))
                     else:
                         m = _INIT_RE.match(content)
-                        if m:
+                        if m and m.group(2) != b"NULL":
                             out.append((rel, n, offset, "", m.group(1).decode(), m.group(2).decode()))
                 offset += len(content) + 1
         return out
@@ -149,34 +151,52 @@ class SubsystemText:
             self.index._search_failed(self.index.root, f"ripgrep failed: {tools.last_line(proc)}")
             return []
         try:
-            records = _fast_records(proc.stdout)
             if fixed:
-                return [(_clean(name), num, content) for name, num, content in records]
-            out = []
-            header, init = _HEADER_RE.match, _INIT_RE.match
-            names: dict = {}
-            for name, num, rest in records:  # NAME NUL LINE ':' OFFSET ':' CONTENT
-                offset, colon, content = rest.partition(b":")
-                if not (offset.isdigit() and colon):
-                    raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
-                rel = names.get(name)
-                if rel is None:
-                    rel = names[name] = _clean(name)
-                if content[:1] in b" \t.":
-                    m = init(content)
-                    if m:
-                        out.append((rel, num, int(offset), "", m.group(1).decode(), m.group(2).decode()))
-                    continue
-                m = header(content)
-                if m:
-                    out.append((rel, num, int(offset), m.group(1).decode(), "", ""))
-            return out
+                return [(_clean(name), num, content) for name, num, content in _fast_records(proc.stdout)]
+            return _heads(proc.stdout)
         except SearchOutputError as exc:
             self.index._search_failed(self.index.root, f"ripgrep: {exc}")
             return []
 
 
 _RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([^\n]*)\n")
+
+
+def _heads(out: bytes) -> list:
+    """(rel, line, offset, function, member, value) of ripgrep's `--byte-offset` output for
+    [HEADER, INIT] (each line matched one of them: its parts are found without a regex)."""
+    if out.count(b"\n") == out.count(b"\0") and (not out or out.endswith(b"\n")):
+        got = _OFFSET_RECORD_RE.findall(out)
+        if len(got) != out.count(b"\0"):
+            got = None
+    else:
+        got = None
+    if got is None:  # a file name with a newline, a note: the careful way
+        got = []
+        for name, num, rest in _records(out):
+            offset, colon, content = rest.partition(b":")
+            if not (offset.isdigit() and colon):
+                raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
+            got.append((name, str(num).encode(), offset, content))
+    out_: list = []
+    names: dict = {}
+    for name, num, offset, content in got:
+        rel = names.get(name)
+        if rel is None:
+            rel = names[name] = _clean(name)
+        if content[:1] in b" \t.":  # `.member = function,`
+            member, _eq, value = content.strip()[1:].partition(b"=")
+            value = value.strip().rstrip(b",").strip().lstrip(b"&").strip()
+            if value != b"NULL":
+                out_.append((rel, int(num), int(offset), "", member.strip().decode(), value.decode()))
+        else:  # the name before the first '(' (the header's parameters)
+            head = content[:content.find(b"(")].split()
+            if head:
+                out_.append((rel, int(num), int(offset), head[-1].lstrip(b"*").decode(), "", ""))
+    return out_
+
+
+_OFFSET_RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):([^\n]*)\n")
 
 
 def _fast_records(out: bytes):

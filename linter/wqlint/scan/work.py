@@ -274,9 +274,9 @@ class WorkModel:
             got = []
             files = set(self._files_near(near))
             found = [self.text.calls(reldir) for reldir in _dirs_near(near)]
-            if any(f is None for f in found):
-                return []
             for words in found:
+                if words is None:
+                    return []
                 got.extend(o for o in words.get(key.name, ()) if o[0] in files)
             got = self._lines_memo[(key.name, here)] = got[:MAX_OCCURRENCES]
         return got
@@ -498,7 +498,7 @@ class WorkModel:
         if heads is None:
             return _PENDING
         ats = [at for defs, _inits in heads for at in defs.get(name, ())]
-        found = False
+        found: "tuple | bool" = False
         for rel, line, offset in sorted(ats, key=lambda at: at[0] != near):
             src = self.index.source(rel)
             if src is None:
@@ -601,8 +601,9 @@ class WorkModel:
         here = rel.rsplit("/", 1)[0] if "/" in rel else ""
         got = self._dir_defs.get(here)
         if got is None:
-            heads = [self.text.heads(d) for d in _dirs_near(rel)]
-            if any(h is None for h in heads):
+            asked = [self.text.heads(d) for d in _dirs_near(rel)]
+            heads = [h for h in asked if h is not None]
+            if len(heads) < len(asked):
                 return None
             files = self._files_near(rel)
             if sum(len(self.index.dir_files(d, recursive=False)) for d in _dirs_near(rel)) > len(files):
