@@ -165,13 +165,10 @@ _RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([^\n]*)\n")
 def _heads(out: bytes) -> list:
     """(rel, line, offset, function, member, value) of ripgrep's `--byte-offset` output for
     [HEADER, INIT] (each line matched one of them: its parts are found without a regex)."""
+    got: list = []
     if out.count(b"\n") == out.count(b"\0") and (not out or out.endswith(b"\n")):
         got = _OFFSET_RECORD_RE.findall(out)
-        if len(got) != out.count(b"\0"):
-            got = None
-    else:
-        got = None
-    if got is None:  # a file name with a newline, a note: the careful way
+    if len(got) != out.count(b"\0"):  # a file name with a newline, a note: the careful way
         got = []
         for name, num, rest in _records(out):
             offset, colon, content = rest.partition(b":")

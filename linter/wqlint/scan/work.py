@@ -40,8 +40,8 @@ MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the en
 # the body's '{'.
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
-# A call by name (`name(`, `(name)(`): a member's when `->` or `.` comes before the name.
-_CALL_RE = re.compile(rb"\b([A-Za-z_]\w*)\s*\)?\s*\(")
+# A call through a member (`->name(`, `.name(`).
+_IDENT_RE = re.compile(rb"[A-Za-z_]\w*")
 _MEMBER_CALL_RE = re.compile(rb"(?:\.|->)\s*([A-Za-z_]\w*)\s*\)?\s*\(")
 _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
@@ -361,11 +361,11 @@ class WorkModel:
         calls = self._chunk_calls.get((rel, chunk.first_line))
         if calls is None:
             calls = []
-            for call in _descendants(chunk.root, "call_expression"):
-                fn = call.child_by_field_name("function")
-                if fn is not None and fn.type == "identifier":
-                    first = chunk.line_of(call)
-                    calls.append((parser.text(fn), call, first, first + call.end_point[0] - call.start_point[0]))
+            for _, caps in parser.matches("calls", chunk.root):
+                call = caps["call"]
+                first = chunk.line_of(call)
+                calls.append((parser.text(caps["call.name"]), call, first,
+                              first + call.end_point[0] - call.start_point[0]))
             self._chunk_calls[(rel, chunk.first_line)] = calls
         return [(call, names[name], chunk) for name, call, first, last in calls
                 if name in names and first <= line <= last]
@@ -581,9 +581,10 @@ class WorkModel:
         defined = self._defined_names.get(here)
         if defined is None:
             defined = self._defined_names[here] = {n.encode() for defs, _inits in heads for n in defs}
-        # Every name called that the subsystem defines, and the members called through
-        # (their names count as called too: this only decides what is parsed).
-        names = {n.decode() for n in set(_CALL_RE.findall(body)) & defined} - _NOT_FOLLOWED
+        # Every name of a function the subsystem defines that the body names (called, or taken
+        # as a pointer), and the members called through (their names count too: this only
+        # decides what is parsed).
+        names = {n.decode() for n in set(_IDENT_RE.findall(body)) & defined} - _NOT_FOLLOWED
         for member in {n.decode() for n in _MEMBER_CALL_RE.findall(body)}:
             names.update(self._pointer_names(member, rel))
         callees = []
@@ -634,10 +635,8 @@ class WorkModel:
         if scope.node is None:
             return []
         out = []
-        for call in _descendants(scope.node, "call_expression"):
-            fn = call.child_by_field_name("function")
-            if fn is None:
-                continue
+        for _, caps in parser.matches("work_calls", scope.node):
+            call, fn = caps["call"], caps["call.fn"]
             if fn.type == "identifier":
                 out.append((call, parser.text(fn), ""))
             elif fn.type == "field_expression":
