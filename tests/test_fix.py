@@ -323,3 +323,28 @@ def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(t
                           "--format", "json", "--no-cache").stdout)
     assert sorted(f["line"] for f in left["findings"] if f["rule"] == "reclaim-flush-dependency") == [
         61, 66, 72, 79]
+
+
+def test_a_saved_reclaim_finding_is_fixed_as_judged_now(tmp_path):
+    """A saved scan's findings are requests: whatever their hints say of where and whether to
+    edit (no per-object, no no-fix, another call to edit), they get the fixes a fresh scan
+    gets, and the queue kept per object is still only a suggestion. Without the files they are
+    judged from (a scan saved by an older wqlint), they are not found again: scan again."""
+    root = tree_copy(tmp_path)
+    saved = json.loads(run("scan", root, "--format", "json", "--no-cache").stdout)
+    for f in saved["findings"]:
+        f["hints"] = [h for h in f["hints"] if h.startswith("judged-with=")] + ["edit-at=1:1:drivers/rescue/rescue.c"]
+    (tmp_path / "scan.json").write_text(json.dumps(saved))
+    args = ["--target", "mainline", "--rule", "reclaim-flush-dependency", "--diff"]
+    fresh = run("fix", root, *args)
+    got = run("fix", root, "--findings", tmp_path / "scan.json", *args)
+    assert got.exit_code == 0 and got.stdout == fresh.stdout != ""
+    assert "rs_port_init" not in got.stdout
+    assert sorted(got.stderr.splitlines()) == sorted(fresh.stderr.splitlines())
+    for f in saved["findings"]:
+        f["hints"] = []
+    (tmp_path / "scan.json").write_text(json.dumps(saved))
+    got = run("fix", root, "--findings", tmp_path / "scan.json", *args)
+    assert got.stdout == "" and got.stderr.splitlines()[0] == (
+        "not fixed [reclaim-flush-dependency] (13): not found again in the file as it is now (judged afresh "
+        "from its bytes): scan again")

@@ -82,27 +82,11 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
     for f in _by_real_path(root, report.findings):
         if rule_ids and f.rule_id not in rule_ids:
             continue
-        case = catalogue[f.rule_id].fix_case(target, version, f.hints)
-        if case is None:
-            result.not_fixed.append(NotFixed(f, f"no {target} fix for {kversion.show(version)}"))
+        decided = _decide(f, catalogue, target, version, suggestions)
+        if isinstance(decided, NotFixed):
+            result.not_fixed.append(decided)
             continue
-        why = catalogue_mod.fill(case.why, version=kversion.show(version))
-        if case.edit == "none":
-            result.not_fixed.append(NotFixed(f, why, case.safety))
-            continue
-        if "compat-branch" in f.hints:
-            result.not_fixed.append(NotFixed(f, "the call is in a branch of an #if whose other branch already "
-                                                "makes the change (see the chain): the module's code for kernels "
-                                                "without the replacement, left as it is", case.safety))
-            continue
-        refused = edit_kinds.refusal(case.edit, f)
-        if refused is not None:
-            result.not_fixed.append(NotFixed(f, refused, case.safety))
-            continue
-        if case.safety == "suggestion" and not suggestions:
-            result.not_fixed.append(NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety))
-            continue
-        by_file.setdefault(edit_kinds.edit_at(f)[0], []).append((f, case, why))
+        by_file.setdefault(edit_kinds.edit_at(f)[0], []).append((f, *decided))
     # The files edited, and those the findings are judged from again: their own (a fix may edit
     # another file's call) and the ones they name (hint judged-with=path).
     needed = set(by_file)
@@ -117,16 +101,22 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         except SourceError as exc:
             raise FixError(f"{path}: {exc}") from None
     found = rejudge(root, catalogue, version, contents, **(engine or {})) if contents else {}
-    planned: dict = {}
+    planned: dict = {}  # file to edit -> [(finding as judged now, case, why)]
     for path in sorted(by_file):
-        items = planned[path] = []
-        for f, case, why in by_file[path]:
+        for f, case, _why in by_file[path]:
             now = found.get((f.rule_id, f.path, f.line, f.col))
-            if now is None or edit_kinds.edit_at(now)[0] != path:
+            # Decided again from the finding as judged now (a saved finding's hints are a request),
+            # and edited where it says.
+            if now is None or edit_kinds.edit_at(now)[0] not in contents:
                 result.not_fixed.append(NotFixed(f, NOT_FOUND_AGAIN, case.safety))
+                continue
+            decided = _decide(now, catalogue, target, version, suggestions)
+            if isinstance(decided, NotFixed):
+                result.not_fixed.append(dataclasses.replace(decided, finding=f))
             else:
-                items.append((now, case, why))
-        change = _file_change(path, contents[path], items, target, facts, result) if items else None
+                planned.setdefault(edit_kinds.edit_at(now)[0], []).append((now, *decided))
+    for path in sorted(planned):
+        change = _file_change(path, contents[path], planned[path], target, facts, result)
         if change is not None:
             result.changes.append(change)
     if any(fx.edit == "add-reclaim" for fx in result.fixes()):
@@ -134,6 +124,27 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
     if result.changes and _is_module(root):
         _guard(result, compat.module_range(root, oldest))
     return result
+
+
+def _decide(f: Finding, catalogue, target: str, version: tuple, suggestions: bool):
+    """(the fix case of rules.yaml, its why filled in) for finding f, or the NotFixed saying
+    why it is not fixed."""
+    case = catalogue[f.rule_id].fix_case(target, version, f.hints)
+    if case is None:
+        return NotFixed(f, f"no {target} fix for {kversion.show(version)}")
+    why = catalogue_mod.fill(case.why, version=kversion.show(version))
+    if case.edit == "none":
+        return NotFixed(f, why, case.safety)
+    if "compat-branch" in f.hints:
+        return NotFixed(f, "the call is in a branch of an #if whose other branch already makes the change (see "
+                           "the chain): the module's code for kernels without the replacement, left as it is",
+                        case.safety)
+    refused = edit_kinds.refusal(case.edit, f)
+    if refused is not None:
+        return NotFixed(f, refused, case.safety)
+    if case.safety == "suggestion" and not suggestions:
+        return NotFixed(f, f"suggestion, made only with --suggestions: {why}", case.safety)
+    return case, why
 
 
 def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, planned: dict, facts,
