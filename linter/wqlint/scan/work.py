@@ -39,6 +39,7 @@ MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the en
 # A function's definition from its header's first line: the name before the parameters, then
 # the body's '{'.
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
+_FLUSH_NAMES = tuple(n.encode() for n in covering([c.name for c in api.FLUSH_CALLS]))
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
 # A call through a member (`->name(`, `.name(`).
 _IDENT_RE = re.compile(rb"[A-Za-z_]\w*")
@@ -274,6 +275,9 @@ class WorkModel:
             got = []
             files = set(self._files_near(near))
             found = [self.text.calls(reldir) for reldir in _dirs_near(near)]
+            if any(words is None for words in found):
+                for reldir in _dirs_near(near):  # asked for in the same round: the work's function is near
+                    self.text.heads(reldir)
             for words in found:
                 if words is None:
                     return []
@@ -592,7 +596,8 @@ class WorkModel:
             d = self._definition(name, rel)
             if d is not None and d is not _PENDING and d != at:
                 callees.append(d)
-        got = self._callees[at] = (tuple(callees), _FLUSH_RE.search(body) is not None)
+        flushes = any(n in body for n in _FLUSH_NAMES) and _FLUSH_RE.search(body) is not None
+        got = self._callees[at] = (tuple(callees), flushes)
         return got
 
     def _near_defs(self, rel: str) -> Optional[list]:
