@@ -6,6 +6,7 @@ which must agree with the scan."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -333,3 +334,33 @@ def test_review_of_a_linked_module_directory_says_what_it_does_not_read(tmp_path
     assert got.exit_code == 0, got.stderr
     assert (f"wqlint: a review reads only {pkg / 'mod'}: the sources its symbolic links lead to are not "
             f"reviewed ({pkg / 'common'}, {pkg / 'shared' / 'extra.c'}); scan the package for them") in got.stderr
+
+
+def test_bulk_of_a_module_is_one_patch_named_after_it(tmp_path):
+    """A module has no MAINTAINERS: bulk makes one patch of every fix, prefixed with the
+    module's name from dkms.conf, with no Cc, and it applies to the module as `fix` would
+    change it."""
+    import subprocess
+    from helpers import run
+    mod = tmp_path / "wqmulti"
+    shutil.copytree(MULTI, mod)
+    out = tmp_path / "out"
+    got = run("bulk", "--target", "mainline", "--kernel-version", "7.3", "--out", out,
+              "--date", "Thu, 26 Nov 2026 10:00:00 +0000", mod)
+    assert got.exit_code == 0, got.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names[0] == "0000-cover-letter.patch" and names[-1] == "fix.cocci" and len(names) == 3, names
+    patch = (out / names[1]).read_text()
+    assert re.search(r"(?m)^Subject: \[PATCH 1/1\] wqmulti: ", patch) and "\nCc:" not in patch
+    cover = (out / names[0]).read_text()
+    assert ", for the module wqmulti (1 patch)." in " ".join(cover.split())
+    assert "\nPatches:\n\n  1/1 wqmulti: 1 file," in cover
+    diff = run("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", mod).stdout
+    assert diff and patch[patch.index("\ndiff --git ") + 1:] == diff + "-- \nwqlint\n\n"
+    applied = subprocess.run(["patch", "-p1", "-s", "-i", str(out / names[1])], cwd=mod, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert run("fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", mod).stdout == ""
+    refused = run("bulk", "--target", "mainline", "--kernel-version", "7.3", "--out", tmp_path / "again",
+                  "--verify", mod)
+    assert refused.exit_code == 2 and f"--verify builds the objects of a kernel tree; {mod} is a module" \
+        in refused.stderr

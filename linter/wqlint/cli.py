@@ -673,10 +673,10 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
          max_cpus, rules_path, out_dir, author, date, verify, build_dir):
     """Bulk fixes for PATHS: OUT/fix.cocci (a semantic patch that makes the same change on any
     copy of the tree) and OUT/NNNN-*.patch (a series, one patch per subsystem, Cc from the
-    tree's MAINTAINERS), plus a check with --verify.
+    tree's MAINTAINERS; one patch for a module outside a kernel tree), plus a check with --verify.
 
     Exit status: 0 done (and verified), 1 verification failed, 2 usage or catalogue error,
-    3 some input could not be processed (a tree without MAINTAINERS, a file changed since a
+    3 some input could not be processed (a kernel tree without MAINTAINERS, a file changed since a
     saved scan, a patch that does not apply).
     """
     from pathlib import Path
@@ -701,6 +701,9 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
     root = Path(result.root)
     if safeio.overlap(out, root):
         raise click.UsageError(f"--out {out_dir} overlaps the tree {root}: give a directory outside it")
+    if verify and series_mod.module_of(root) is not None:
+        raise click.UsageError(f"--verify builds the objects of a kernel tree; {root} is a module: apply "
+                               "the patch and build it with its own Kbuild against each kernel it supports")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

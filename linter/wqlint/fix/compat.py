@@ -20,7 +20,7 @@ from typing import Optional
 from wqlint import api, kversion, safeio
 
 _TEST_RE = re.compile(r"KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
-_DKMS_RE = re.compile(r'^\s*(BUILD_EXCLUSIVE_KERNEL(?:_MIN)?)\s*=\s*"?([^"\n]*)"?\s*$', re.M)
+_DKMS_RE = re.compile(r'^\s*(BUILD_EXCLUSIVE_KERNEL(?:_MIN)?|PACKAGE_NAME)\s*=\s*"?([^"\n]*)"?\s*$', re.M)
 MAX_FILES = 2000  # module files read for their version tests
 MAX_BYTES = 4 << 20  # of one file
 MAX_TOTAL = 64 << 20  # of all of them
@@ -65,12 +65,31 @@ def module_range(root: Path, given: Optional[tuple] = None) -> Range:
                              "--oldest-kernel says")
 
 
-def _from_dkms(path: Path, root: Path) -> Optional[Range]:
+def _dkms_fields(path: Path) -> Optional[dict]:
+    """The fields of the dkms.conf at path that wqlint reads, or None (no such file)."""
     try:
         text = safeio.read_text(path, 1 << 20, errors="replace")
     except safeio.InputRefused:
         return None
-    fields = {k: v.strip() for k, v in _DKMS_RE.findall(text)}
+    return {k: v.strip() for k, v in _DKMS_RE.findall(text)}
+
+
+def module_name(root: Path) -> str:
+    """The name of the module whose directory is root: PACKAGE_NAME of its package's
+    dkms.conf, else the directory's name."""
+    from wqlint.scan.engine import package_of
+
+    for where in dict.fromkeys([root, package_of(root)]):
+        name = (_dkms_fields(where / "dkms.conf") or {}).get("PACKAGE_NAME", "")
+        if re.fullmatch(r"[A-Za-z0-9][\w.+-]{0,63}", name):
+            return name
+    return Path(root).resolve().name
+
+
+def _from_dkms(path: Path, root: Path) -> Optional[Range]:
+    fields = _dkms_fields(path)
+    if fields is None:
+        return None
     shown = path.relative_to(root).as_posix() if root in path.parents else str(path)
     if fields.get("BUILD_EXCLUSIVE_KERNEL_MIN"):
         try:

@@ -25,11 +25,13 @@ from typing import Optional
 
 from wqlint import kversion, safeio
 from wqlint.fix.diffstat import count, diffstat
-from wqlint.fix.maintainers import (Maintainers, SeriesError, TreeFileMissing, cc_lists,
+from wqlint.fix.maintainers import (MAINTAINERS, Maintainers, SeriesError, TreeFileMissing, cc_lists,
                                     require_tools)
-from wqlint.fix.prefix import patch_prefix
+from wqlint.fix.compat import module_name
+from wqlint.fix.prefix import history_prefix, patch_prefix
+from wqlint.scan.engine import kernel_tree_of
 
-__all__ = ["write_series", "build_series", "left_out", "SeriesError", "TreeFileMissing"]
+__all__ = ["write_series", "build_series", "left_out", "module_of", "SeriesError", "TreeFileMissing"]
 
 WIDTH = 72  # commit message columns (checkpatch.pl warns over 75)
 SUBJECT_WIDTH = 78  # header lines are folded past this, as git format-patch does
@@ -165,11 +167,12 @@ def mail_date(date: Optional[str]) -> str:
 # Grouping
 
 
-def group_changes(root: Path, changes: list) -> tuple:
+def group_changes(root: Path, changes: list, module: Optional[str] = None) -> tuple:
     """(patches, left out): patches (unnumbered, without Cc) of the changes that change
     something, by the most specific MAINTAINERS section of each file, in path order; and
     (path, section) of the files left out because a section of theirs is S: Obsolete
-    (checkpatch.pl: "No unnecessary modifications please").
+    (checkpatch.pl: "No unnecessary modifications please"). For a module outside a kernel
+    tree (module: its name), one patch of every change.
 
     get_maintainer.pl is run on one file of each distinct list of sections in a patch: the
     others would name the same people, and each file costs it a pass over MAINTAINERS.
@@ -184,6 +187,8 @@ def group_changes(root: Path, changes: list) -> tuple:
         diff = change.diff()
         if diff:
             live.append((change, diff))
+    if module is not None:
+        return ([Patch(0, module, "", [c for c, _ in live], [d for _, d in live])] if live else []), []
     maintainers = Maintainers.load(root)
     groups: dict = {}
     left_out = []
@@ -354,16 +359,17 @@ def render_patch(patch: Patch, total: int, catalogue, version: tuple, target: st
 
 
 def render_cover(patches: list, catalogue, version: tuple, target: str, author_name: str,
-                 author_header: str, date: str, left_out: tuple = ()) -> str:
+                 author_header: str, date: str, left_out: tuple = (), module: Optional[str] = None) -> str:
     ver = kversion.show(version)
     fixes = [f for p in patches for f in p.fixes]
     pairs = sorted(((c, d) for p in patches for c, d in zip(p.changes, p.diffs)),
                    key=lambda pair: pair[0].path)
     files = len(pairs)
+    split = f"for the module {module}" if module else "one patch per MAINTAINERS section"
     lines = wrap(
         f"wqlint found {_plural(len(fixes), 'problem')} with workqueue allocations on {ver}; "
-        f"this series fixes them in {_plural(files, 'file')}, one patch per MAINTAINERS "
-        f"section ({_plural(len(patches), 'patch', 'patches')}).")
+        f"this series fixes them in {_plural(files, 'file')}, {split} "
+        f"({_plural(len(patches), 'patch', 'patches')}).")
     target_text = TARGETS.get(target, target).format(version=ver)
     lines += [""] + wrap(f"Target: {target_text}.", "", "  ")
     suggestions = sum(1 for f in fixes if f.safety != "safe")
@@ -377,7 +383,7 @@ def render_cover(patches: list, catalogue, version: tuple, target: str, author_n
     lines += ["", "Fixed, by rule:", ""]
     width = max(len(r) for r in rules)
     lines += [f"  {r:<{width}}  {per_rule[r]}" for r in rules]
-    lines += ["", "Patches, by MAINTAINERS section:", ""]
+    lines += ["", "Patches:" if module else "Patches, by MAINTAINERS section:", ""]
     for patch in patches:
         head = (f"{patch.number}/{len(patches)} {patch.section}: "
                 f"{_plural(len(patch.changes), 'file')}, {_plural(len(patch.fixes), 'finding')}")
@@ -419,6 +425,13 @@ def _file_name(number: int, subject: str) -> str:
     return name + ".patch"
 
 
+def module_of(root: Path) -> Optional[str]:
+    """The name of the module root is, when it is a module outside a kernel tree (no
+    MAINTAINERS to split a series by); None for a kernel tree."""
+    root = Path(root)
+    return module_name(root) if kernel_tree_of(root) is None and not (root / MAINTAINERS).exists() else None
+
+
 def build_series(root: Path, changes: list, catalogue, version: tuple, target: str,
                  author: str = DEFAULT_AUTHOR, date: Optional[str] = None) -> list:
     """The series as [(file name, text)], cover letter first; [] when nothing changes.
@@ -427,21 +440,24 @@ def build_series(root: Path, changes: list, catalogue, version: tuple, target: s
     SeriesError for other input it cannot use.
     """
     root = Path(root)
-    require_tools(root)
+    module = module_of(root)
+    if module is None:
+        require_tools(root)
     author_name, author_header = _author_header(author)
     when = mail_date(date)
-    patches, left_out = group_changes(root, changes)
+    patches, left_out = group_changes(root, changes, module)
     if not patches:
         return []
-    ccs = cc_lists(root, [p.cc_paths for p in patches])
+    # a module has no MAINTAINERS: whom to send it to is its maintainer's to add
+    ccs = cc_lists(root, [p.cc_paths for p in patches]) if module is None else [[] for _ in patches]
     for number, (patch, cc) in enumerate(zip(patches, ccs), start=1):
         patch.number, patch.cc = number, cc
-        patch.prefix = patch_prefix(root, patch.paths)
+        patch.prefix = (history_prefix(root, patch.paths) or module) if module else patch_prefix(root, patch.paths)
         summary = _summary(patch.fixes, catalogue)
         patch.subject = f"{patch.prefix}: {summary}" if patch.prefix else summary
     files = [("0000-cover-letter.patch",
               render_cover(patches, catalogue, version, target, author_name, author_header, when,
-                           left_out))]
+                           left_out, module))]
     for patch in patches:
         files.append((_file_name(patch.number, patch.subject),
                       render_patch(patch, len(patches), catalogue, version, target,
