@@ -87,3 +87,24 @@ def test_zfs(series):
             "(__flush_workqueue(system_wq) waits only for work queued on system_wq by name; on v6.12.117 "
             f"schedule_delayed_work() queues on system_percpu_wq; this file queues work with "
             f"schedule_delayed_work() (line {queued}))")
+
+
+def test_bulk_of_dahdi_is_one_patch_that_applies(tmp_path):
+    """bulk on a real module: one patch for dahdi (its eight legacy calls), its own
+    flush_scheduled_work() left to the maintainer (a #define's body), and the patch applies."""
+    import shutil
+    import subprocess
+    mod = tmp_path / "dahdi"
+    shutil.copytree(debian_module("dahdi-dkms"), mod, symlinks=True)
+    out = tmp_path / "out"
+    got = run("bulk", "--target", "mainline", "--kernel-tree", unpacked_kernel("7.3"), "--out", out,
+              "--date", "Thu, 26 Nov 2026 10:00:00 +0000", mod)
+    assert got.exit_code == 0, got.stderr
+    assert got.stderr.splitlines()[-1] == ("wqlint: 8 finding(s) fixed in 8 file(s) (target mainline, v7.3.4); "
+                                           "2 not fixed")
+    assert "not fixed [flush-queue-mismatch] (1): the call at include/dahdi/kernel.h:" in got.stderr
+    (patch,) = sorted(out.glob("0001-*.patch"))
+    assert patch.name == "0001-dahdi-replace-deprecated-create_-workqueue-calls.patch"
+    applied = subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=mod, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert [f["rule"] for f in scan(mod, "7.3")] == SPLIT
