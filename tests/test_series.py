@@ -389,6 +389,21 @@ def test_maintainers_sections_of_the_fixture():
     assert Maintainers(TREE, "").subsystem("fs/foo/super.c") is None
 
 
+def test_get_maintainer_is_given_only_the_options_it_has():
+    """An older get_maintainer.pl (6.1's) refuses --no-keywords-in-file and --no-bug, which it
+    has no option for: they are left out; a script whose options cannot be read gets them all."""
+    from wqlint.fix.maintainers import GET_MAINTAINER_ARGS, supported_args
+    old = ("if (!GetOptions(\n" + "".join(f"\t\t'{o}' => \\$x,\n" for o in (
+        "email!", "git!", "git-blame!", "git-fallback!", "git-chief-penguins!", "remove-duplicates!", "mailmap!",
+        "m!", "r!", "n!", "l!", "fixes!", "moderated!", "s!", "multiline!", "roles!", "rolestats!", "subsystem!",
+        "status!", "scm!", "tree!", "web!", "pattern-depth=i", "k|keywords!", "f|file")) + "\t\t)) {\n")
+    assert supported_args(old) == tuple(a for a in GET_MAINTAINER_ARGS
+                                        if a not in ("--no-keywords-in-file", "--no-bug"))
+    assert supported_args(old.replace("'k|keywords!'", "'k|keywords!' => 1,\n\t\t'kf|keywords-in-file!'")
+                          .replace("'web!'", "'web!' => 1,\n\t\t'bug!'")) == GET_MAINTAINER_ARGS
+    assert supported_args("#!/usr/bin/perl\nprint 1;\n") == GET_MAINTAINER_ARGS
+
+
 def test_parse_get_maintainer_orders_people_then_lists():
     out = ("Alasdair Kergon <agk@example.org> (maintainer:DEVICE-MAPPER  (LVM))\n"
            "Lai Reviewer <lai@example.org> (reviewer:WORKQUEUE)\n"

@@ -245,10 +245,38 @@ def parse_get_maintainer(output: str) -> list:
     return [who for _, _, who in sorted(entries)]
 
 
+# A key of get_maintainer.pl's GetOptions(): 'name!', 'k|keywords!', 'pattern-depth=i'.
+_OPTION_KEY = re.compile(r"""^\s*'([\w|-]+)[!=:+]?[^']*'\s*=>""", re.M)
+
+
+def supported_args(script: str) -> tuple:
+    """GET_MAINTAINER_ARGS less those the tree's get_maintainer.pl (its text) has no option
+    for: an older script (6.1 has neither --keywords-in-file nor --bug) refuses an unknown
+    one, and lacks what it would turn off. All of them when its options cannot be read."""
+    names = {n for m in _OPTION_KEY.finditer(script) for n in m.group(1).split("|")}
+    if not names:
+        return GET_MAINTAINER_ARGS
+
+    def name(arg: str) -> str:
+        bare = arg[2:].split("=", 1)[0]
+        return bare[3:] if bare.startswith("no-") and bare[3:] in names else bare
+    return tuple(a for a in GET_MAINTAINER_ARGS if name(a) in names)
+
+
+def _args_for(root: Path) -> tuple:
+    from wqlint import safeio
+
+    try:
+        text = safeio.read_text(root / GET_MAINTAINER, safeio.MAX_SOURCE_BYTES, root, errors="replace")
+    except safeio.InputRefused:
+        return GET_MAINTAINER_ARGS
+    return supported_args(text)
+
+
 def cc_list(root: Path, files: list) -> list:
     """Run the tree's get_maintainer.pl on files (relative to root) and return the Cc list."""
     root = Path(root)
-    cmd = ["perl", GET_MAINTAINER, *GET_MAINTAINER_ARGS]
+    cmd = ["perl", GET_MAINTAINER, *_args_for(root)]
     if not looks_like_kernel_top(root):
         cmd.append("--no-tree")
     cmd += ["-f", *files]
