@@ -80,7 +80,7 @@ def test_a_wrapper_given_the_queue_flushes_the_callers_argument():
     that: the same wrapper given a queue with a rescuer is not reported."""
     doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
     got = _reclaim(doc)
-    assert sorted(got) == [34, 56, 75, 98]
+    assert sorted(got) == [34, 56, 75, 98, 153]
     assert [(s["line"], s["note"]) for s in got[56]["chain"]][3:] == [
         (68, "wp_drain_fn() calls wp_quiesce()"),
         (61, "wp_quiesce() calls wp_drain()"),
@@ -98,3 +98,24 @@ def test_an_accessor_macro_names_the_member_that_holds_the_queue():
     assert [(s["line"], s["note"]) for s in f["chain"]][-1] == (
         105, "alloc_workqueue() allocates wp-host (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, kept in "
              "struct wp_host.host_wq: one queue per struct wp_host")
+
+
+def test_a_wrapper_given_the_work_item_queues_what_its_callers_name():
+    doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
+    got = _reclaim(doc)
+    assert 162 not in got  # put only on the queue without a rescuer
+    assert [(s["line"], s["note"]) for s in got[153]["chain"]][1:4] == [
+        (171, "wk_kick() puts &wk->kick_work on wk->wq through queue_work() (reclaim_wrappers.c:140)"),
+        (169, "INIT_WORK() binds &wk->kick_work to wk_kick_fn()"),
+        (153, "wk_kick_fn() calls flush_workqueue()"),
+    ]
+
+
+def test_without_ripgrep_the_subsystem_is_read_in_python(monkeypatch):
+    """The same findings and chains when the files are searched in Python (no ripgrep)."""
+    want, _ = scan_json(WRAPPERS, "--kernel-version", "7.3", "--no-cache")
+    from wqlint import tools
+    which = tools.which
+    monkeypatch.setattr(tools, "which", lambda name: None if name == "rg" else which(name))
+    got, _ = scan_json(WRAPPERS, "--kernel-version", "7.3", "--no-cache")
+    assert _reclaim(got) == _reclaim(want) != {}

@@ -102,7 +102,8 @@ class SubsystemText:
         function a header names or '', the member an initialiser sets or '', its value)."""
         index = self.index
         files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
-        memory = [r for d in dirs for r in files[d] if index._shadowed(r)]
+        # Files read from memory (a patched file, a preprocessed unit) are searched there.
+        memory = [r for d in dirs for r in files[d] if index._shadowed(r) or r in index.preloaded]
         on_disk = {r for d in dirs for r in files[d]} - set(memory)
         out = []
         rg = tools.which("rg")

@@ -41,8 +41,8 @@ MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the en
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
 _FLUSH_NAMES = tuple(n.encode() for n in covering([c.name for c in api.FLUSH_CALLS]))
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
-# A call through a member (`->name(`, `.name(`).
-_IDENT_RE = re.compile(rb"[A-Za-z_]\w*")
+# A call by name (`name(`, `(name)(`), and one through a member (`->name(`, `.name(`).
+_CALL_RE = re.compile(rb"\b([A-Za-z_]\w*)\s*\)?\s*\(")
 _MEMBER_CALL_RE = re.compile(rb"(?:\.|->)\s*([A-Za-z_]\w*)\s*\)?\s*\(")
 _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
@@ -275,9 +275,6 @@ class WorkModel:
             got = []
             files = set(self._files_near(near))
             found = [self.text.calls(reldir) for reldir in _dirs_near(near)]
-            if any(words is None for words in found):
-                for reldir in _dirs_near(near):  # asked for in the same round: the work's function is near
-                    self.text.heads(reldir)
             for words in found:
                 if words is None:
                     return []
@@ -316,14 +313,49 @@ class WorkModel:
                 qkey = self.key_of(args[spec.queue_arg], scope)
                 if qkey is None or not qkey.matches(key):
                     continue
+                cline = chunk.line_of(call)
+                src = chunk.source
                 work = self.key_of(args[spec.queue_arg + 1], scope)
+                if work is None:
+                    # A wrapper given the work item: its callers name it.
+                    param = _param_node(args[spec.queue_arg + 1], scope)
+                    if param >= 0:
+                        out += self._queued_through(scope, param, f"{_short(parser.text(args[spec.queue_arg]), 40)} "
+                                                    f"through {spec.name}() ({src.rel}:{cline})")
+                    continue
+                out.append((Step(src.rel, cline, src.line_text(cline).strip(),
+                                 f"{spec.name}() puts {_short(parser.text(args[spec.queue_arg + 1]), 40)} "
+                                 f"on {_short(parser.text(args[spec.queue_arg]), 40)}"), work))
+        return out
+
+    def _queued_through(self, scope: Scope, param: int, how: str) -> list:
+        """[(Step, work Key)] of the calls of scope's function, a wrapper that puts the work
+        item its parameter param holds on a queue (how: which, and where), in its file when
+        it is static, else in its subsystem's files."""
+        name = scope.name
+        if not name or scope.kind != "function":
+            return []
+        if scope.static:
+            lines = [(scope.src.rel, ln) for ln in scope.src.word_lines(name)]
+        else:
+            occ = self.index.occurrences(name)
+            if occ is None:
+                return []
+            near = set(self._files_near(scope.src.rel)) | {scope.src.rel}
+            lines = [o for o in occ if o[0] in near][:MAX_OCCURRENCES]
+        out = []
+        for rel, line in lines:
+            for call, _spec, chunk in self._calls_around(rel, line, {name: None}):
+                args = _args(call)
+                if param >= len(args):
+                    continue
+                work = self.key_of(args[param], scope_of(chunk, call))
                 if work is None:
                     continue
                 cline = chunk.line_of(call)
                 src = chunk.source
-                out.append((Step(src.rel, cline, src.line_text(cline).strip(),
-                                 f"{spec.name}() puts {_short(parser.text(args[spec.queue_arg + 1]), 40)} "
-                                 f"on {_short(parser.text(args[spec.queue_arg]), 40)}"), work))
+                out.append((Step(rel, cline, src.line_text(cline).strip(),
+                                 f"{name}() puts {_short(parser.text(args[param]), 40)} on {how}"), work))
         return out
 
     def _not_queued_on(self, rel: str, line: int, key: Key) -> bool:
@@ -585,10 +617,9 @@ class WorkModel:
         defined = self._defined_names.get(here)
         if defined is None:
             defined = self._defined_names[here] = {n.encode() for defs, _inits in heads for n in defs}
-        # Every name of a function the subsystem defines that the body names (called, or taken
-        # as a pointer), and the members called through (their names count too: this only
-        # decides what is parsed).
-        names = {n.decode() for n in set(_IDENT_RE.findall(body)) & defined} - _NOT_FOLLOWED
+        # Every name called that the subsystem defines, and the members called through
+        # (their names count as called too: this only decides what is parsed).
+        names = {n.decode() for n in set(_CALL_RE.findall(body)) & defined} - _NOT_FOLLOWED
         for member in {n.decode() for n in _MEMBER_CALL_RE.findall(body)}:
             names.update(self._pointer_names(member, rel))
         callees = []
