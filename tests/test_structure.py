@@ -35,6 +35,13 @@ def test_the_scanner_imports_no_rule():
         assert not rules, f"{path.name} imports {rules}"
 
 
+def test_the_scanner_names_no_rule():
+    for path in sorted((PACKAGE / "scan").glob("*.py")):
+        text = path.read_text()
+        named = sorted(rule for rule in checks.RULE_IDS if rule in text)
+        assert not named, f"{path.name} names {named}"
+
+
 WRAPPED = """\
 #include <linux/workqueue.h>
 

@@ -133,7 +133,7 @@ class CheckContext:
     has_percpu: bool
     api_header: Optional[str]  # where alloc_workqueue() is declared: the API's own values
     ncpus: int = 96  # the machine the messages describe
-    max_cpus: int = 512  # the largest machine max-active-over-limit considers
+    max_cpus: int = 512  # the largest machine a limit of max_active is judged for
     declared: frozenset = frozenset()  # the API header's names of interest (system queues)
     api_files: frozenset = frozenset()  # where the API itself is implemented (kernel/workqueue.c)
     # WQ_NAME_LEN and whether a longer name is warned about: from the tree's kernel/workqueue.c
