@@ -34,8 +34,10 @@ class SubsystemText:
         self.misses = 0
         self._calls: dict = {}  # directory -> {word: [(rel, line)]}
         self._heads: dict = {}  # directory -> ({function: [(rel, line, offset)]}, {member: [(function, rel, line)]})
+        self._words: dict = {}  # (directory, word) -> [(rel, line)]
         self._want_calls: set = set()
         self._want_heads: set = set()
+        self._want_words: dict = {}  # directory -> words asked for
         self.lines: dict = {}  # (rel, line) -> bytes, as a search printed them
 
     # -- asking --------------------------------------------------------------------------
@@ -46,6 +48,14 @@ class SubsystemText:
         got = self._calls.get(reldir)
         if got is None:
             self._want_calls.add(reldir)
+            self.misses += 1
+        return got
+
+    def words(self, reldir: str, word: str) -> Optional[list]:
+        """[(rel, line)] of the lines of reldir's files naming word, or None until fetched."""
+        got = self._words.get((reldir, word))
+        if got is None:
+            self._want_words.setdefault(reldir, set()).add(word)
             self.misses += 1
         return got
 
@@ -64,8 +74,19 @@ class SubsystemText:
         """Answer every question queued; False when none was."""
         want_calls, self._want_calls = self._want_calls, set()
         want_heads, self._want_heads = self._want_heads, set()
-        if not want_calls and not want_heads:
+        want_words, self._want_words = self._want_words, {}
+        if not want_calls and not want_heads and not want_words:
             return False
+        if want_words:
+            names = sorted(set().union(*want_words.values()))
+            wanted = {n.encode() for n in names}
+            found: dict = {}
+            for rel, line, content in self._search(sorted(want_words), names, fixed=True):
+                for ident in set(_IDENT_RE.findall(content)) & wanted:
+                    found.setdefault((_dir(rel), ident.decode()), []).append((rel, line))
+            for reldir, asked in want_words.items():
+                for word in asked:
+                    self._words[(reldir, word)] = found.get((reldir, word), [])
         if want_calls:
             got: dict = {d: {} for d in want_calls}
             for rel, line, content in self._search(sorted(want_calls), self.names, fixed=True):

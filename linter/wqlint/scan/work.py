@@ -338,11 +338,14 @@ class WorkModel:
         if scope.static:
             lines = [(scope.src.rel, ln) for ln in scope.src.word_lines(name)]
         else:
-            occ = self.index.occurrences(name)
-            if occ is None:
-                return []
+            found = [self.text.words(reldir, name) for reldir in _dirs_near(scope.src.rel)]
             near = set(self._files_near(scope.src.rel)) | {scope.src.rel}
-            lines = [o for o in occ if o[0] in near][:MAX_OCCURRENCES]
+            lines = []
+            for occ in found:
+                if occ is None:
+                    return []
+                lines += [o for o in occ if o[0] in near]
+            lines = lines[:MAX_OCCURRENCES]
         out = []
         for rel, line in lines:
             for call, _spec, chunk in self._calls_around(rel, line, {name: None}):
