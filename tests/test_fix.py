@@ -317,6 +317,13 @@ def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(t
         "still lacks it (see the chain: the flags are changed on the way): add it where they are",
         "  drivers/rescue/rescue_more.c:31:2",
         "wqlint: 4 finding(s) fixed in 1 file(s) (target mainline, v6.12); 9 not fixed"]
+    # With every rule, rs-chain still gets the WQ_PERCPU of missing-affinity-flag: only the
+    # WQ_MEM_RECLAIM its own work rules out is left.
+    every = run("fix", root, "--target", "mainline", "--diff")
+    assert '+\trs_chain_wq = alloc_workqueue("rs-chain", WQ_PERCPU, 0);' in every.stdout.splitlines()
+    assert ("not fixed [reclaim-flush-dependency] (1): with WQ_MEM_RECLAIM the queue's own work would be reclaim "
+            "work that waits for a queue without it (drivers/rescue/rescue.c:34, rs_chain_fn()): fix that wait "
+            "first\n  drivers/rescue/rescue.c:61:2\n") in every.stderr
     # Applied, the four findings of the three queues given a rescuer are gone and nothing new appears.
     assert run("fix", root, "--target", "mainline", "--rule", "reclaim-flush-dependency", "--apply").exit_code == 0
     left = json.loads(run("scan", root / "drivers/rescue/rescue.c", root / "drivers/rescue/rescue_core.c",

@@ -150,7 +150,7 @@ def _decide(f: Finding, catalogue, target: str, version: tuple, suggestions: boo
 def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, planned: dict, facts,
                          engine: dict) -> None:
     """The files are judged again as the fixes leave them. A fix that adds WQ_MEM_RECLAIM is
-    not made (nor the others of that call, and its file is changed without them) where the
+    not made (nor another that adds it at the same call; the file is changed without them) where the
     finding it fixes is still there (the flag does not reach the queue: a wrapper masks it),
     or where the queue's own work, reclaim work now, waits for a queue without the flag: the
     fix would only move the warning."""
@@ -184,8 +184,10 @@ def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, p
     for at in sorted({fx.at for fx in rescuing if fx.at in dropped}):
         path, _line = at
         change = changed[path]
-        result.not_fixed.extend(NotFixed(fx.finding, dropped[at], fx.safety) for fx in change.fixes if fx.at == at)
-        keep = [(f, case, why) for f, case, why in planned[path] if (path, edit_kinds.edit_at(f)[1]) != at]
+        result.not_fixed.extend(NotFixed(fx.finding, dropped[at], fx.safety) for fx in change.fixes
+                                if fx.at == at and fx.edit == "add-reclaim")
+        keep = [(f, case, why) for f, case, why in planned[path]
+                if (path, edit_kinds.edit_at(f)[1]) != at or case.edit != "add-reclaim"]
         planned[path] = keep
         scratch = Plan(result.root, result.target, result.version)  # its not-fixed were counted before
         redone = _file_change(path, contents[path], keep, result.target, facts, scratch) if keep else None
