@@ -80,7 +80,7 @@ def test_a_wrapper_given_the_queue_flushes_the_callers_argument():
     that: the same wrapper given a queue with a rescuer is not reported."""
     doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
     got = _reclaim(doc)
-    assert sorted(got) == [34, 56, 75, 98, 153]
+    assert sorted(got) == [34, 56, 75, 98, 153, 196]
     assert [(s["line"], s["note"]) for s in got[56]["chain"]][3:] == [
         (68, "wp_drain_fn() calls wp_quiesce()"),
         (61, "wp_quiesce() calls wp_drain()"),
@@ -119,3 +119,11 @@ def test_without_ripgrep_the_subsystem_is_read_in_python(monkeypatch):
     monkeypatch.setattr(tools, "which", lambda name: None if name == "rg" else which(name))
     got, _ = scan_json(WRAPPERS, "--kernel-version", "7.3", "--no-cache")
     assert _reclaim(got) == _reclaim(want) != {}
+
+
+def test_an_element_of_an_array_member_is_kept_in_the_array():
+    doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
+    f = _reclaim(doc)[196]
+    assert "flush_work(struct ar_dev.works) waits for ar-aux" in f["message"]
+    assert "!WQ_MEM_RECLAIM ar-aux:ar_elem_fn" in f["message"]
+    assert 198 not in _reclaim(doc)  # an array of queues with a rescuer

@@ -246,6 +246,8 @@ class WorkModel:
             fn = node.child_by_field_name("function")
             if fn is not None and fn.type == "identifier":
                 return self._accessor_key(parser.text(fn), scope)
+        if node.type == "subscript_expression":  # an element of an array: kept in the array
+            return self.key_of(node.child_by_field_name("argument"), scope)
         return None
 
     def _accessor_key(self, name: str, scope: Scope) -> Optional[Key]:
@@ -916,6 +918,6 @@ def _names_key(text: str, key: Key, declares: bool) -> bool:
     """Does an argument's text name key (its last member, or a variable)?"""
     text = text.strip().lstrip("&").strip()
     if declares or key.kind == "var":
-        return key.kind == "var" and text.strip("() ") == key.name
-    m = re.search(r"(?:->|\.)\s*(\w+)\s*(?:\.\s*work\s*)?\)?$", text)
+        return key.kind == "var" and re.sub(r"\s*\[[^\]]*\]$", "", text.strip("() ")) == key.name
+    m = re.search(r"(?:->|\.)\s*(\w+)\s*(?:\[[^\]]*\]\s*)?(?:\.\s*work\s*)?\)?$", text)
     return m is not None and m.group(1) == key.name
