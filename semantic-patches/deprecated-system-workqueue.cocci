@@ -23,23 +23,10 @@ virtual context
 virtual org
 virtual report
 
-// The API's own code: where the allocation functions and their macros are.
-@api@
-@@
-
- \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
-
-@api_h@
-identifier x;
-expression e;
-@@
-
-#define create_workqueue(x) e
-
 // The calls that take a queue, with a system queue in the queue argument
 // (one branch per queue: spatch 1.1.1 and 1.3.0 miss calls after a
 // scoped_guard() when the two queues are one disjunction nested in several).
-@r depends on !api && !api_h@
+@r@
 iterator name scoped_guard;
 identifier fn = {queue_work, queue_delayed_work, mod_delayed_work,
 	queue_rcu_work, enable_and_queue_work, flush_workqueue,

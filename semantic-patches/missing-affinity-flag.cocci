@@ -25,12 +25,7 @@ virtual context
 virtual org
 virtual report
 
-// The API's own code: where the allocation functions and their macros are.
-@api@
-@@
-
- \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
-
+// The API's own header, whose macros expand to allocations.
 @api_h@
 identifier x;
 expression e;
@@ -39,7 +34,7 @@ expression e;
 #define create_workqueue(x) e
 
 // The calls.
-@a depends on !api && !api_h@
+@a depends on !api_h@
 iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf;

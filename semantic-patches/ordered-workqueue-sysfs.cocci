@@ -21,21 +21,8 @@ virtual context
 virtual org
 virtual report
 
-// The API's own code: where the allocation functions and their macros are.
-@api@
-@@
-
- \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
-
-@api_h@
-identifier x;
-expression e;
-@@
-
-#define create_workqueue(x) e
-
 // The calls: pf for flags that must say ordered, po where the call adds it.
-@a depends on !api && !api_h@
+@a@
 iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf, po;

@@ -22,12 +22,7 @@ virtual context
 virtual org
 virtual report
 
-// The API's own code: where the allocation functions and their macros are.
-@api@
-@@
-
- \(alloc_workqueue\|alloc_workqueue_noprof\)(...) { ... }
-
+// The API's own header, whose macros expand to allocations.
 @api_h@
 identifier x;
 expression e;
@@ -36,7 +31,7 @@ expression e;
 #define create_workqueue(x) e
 
 // The calls.
-@a depends on !api && !api_h@
+@a depends on !api_h@
 iterator name scoped_guard;
 expression fmt, dev, f, m;
 position p, pf, pm;
