@@ -1,13 +1,16 @@
-"""What the work model (scan.work) reads of a subsystem's files: the lines naming a word, and
-the lines that may start a function's definition or initialise a member to a function.
+"""What the work model (scan.work) reads of a subsystem's files: the lines of the API's calls
+(queueing, scheduling, binding), indexed by the words of each call's text; the lines naming a
+word asked for; and the lines that may start a function's definition or initialise a member
+to a function.
 
 Asked for by directory (its files, not those below it) and answered in rounds, as the tree
 index answers names: the first question about a directory is queued and gets None; fetch()
-then runs one ripgrep over every directory asked about in the round, for every word asked
-(patterns on its standard input, so that thousands of names never make a command line too
-long), and one for the headers. Only the files with a hit are read afterwards. Files held in
-memory (a review's patched files, the index's extra files) are searched there instead of on
-disk. Without ripgrep the files are read and searched in Python.
+then runs one ripgrep over every directory asked about in the round for each kind of
+question (literal strings, or the two header patterns; on its standard input, so that
+thousands of names never make a command line too long). Only the files with a hit are read
+afterwards. Files held in memory (a review's patched files, a preprocessed unit, the index's
+extra files) are searched there instead of on disk. Without ripgrep the files are read and
+searched in Python.
 """
 from __future__ import annotations
 
