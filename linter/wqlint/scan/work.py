@@ -41,9 +41,7 @@ MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the en
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
 _FLUSH_NAMES = tuple(n.encode() for n in covering([c.name for c in api.FLUSH_CALLS]))
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
-# A call by name (`name(`, `(name)(`), and one through a member (`->name(`, `.name(`).
-_CALL_RE = re.compile(rb"\b([A-Za-z_]\w*)\s*\)?\s*\(")
-_MEMBER_CALL_RE = re.compile(rb"(?:\.|->)\s*([A-Za-z_]\w*)\s*\)?\s*\(")
+_WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
 
@@ -624,9 +622,10 @@ class WorkModel:
             defined = self._defined_names[here] = {n.encode() for defs, _inits in heads for n in defs}
         # Every name called that the subsystem defines, and the members called through
         # (their names count as called too: this only decides what is parsed).
-        names = {n.decode() for n in set(_CALL_RE.findall(body)) & defined} - _NOT_FOLLOWED
-        for member in {n.decode() for n in _MEMBER_CALL_RE.findall(body)}:
-            names.update(self._pointer_names(member, rel))
+        called, through = _called(body)
+        names = {n.decode() for n in called & defined} - _NOT_FOLLOWED
+        for member in through:
+            names.update(self._pointer_names(member.decode(), rel))
         callees = []
         for name in sorted(names):
             d = self._definition(name, rel)
@@ -876,6 +875,26 @@ def _param_node(node, scope: Scope) -> int:
     if node is None or node.type != "identifier" or scope.kind != "function":
         return -1
     return scope.param_index(parser.text(node))
+
+
+def _called(body: bytes) -> tuple:
+    """({names called}, {members called through}) of a function's text: the word before each
+    '(' (`name(`, `(name)(`), a member's when `->` or `.` comes before it. By the ends of the
+    text between parentheses, at C speed: a regex over every word took most of the look."""
+    names, members = set(), set()
+    for piece in body.split(b"(")[:-1]:
+        text = piece.rstrip()
+        if text.endswith(b")"):
+            text = text[:-1].rstrip()
+        rest = text.rstrip(_WORD_BYTES)
+        name = text[len(rest):]
+        if not name or name[:1].isdigit():
+            continue
+        names.add(name)
+        rest = rest.rstrip()
+        if rest.endswith(b"->") or rest.endswith(b"."):
+            members.add(name)
+    return names, members
 
 
 def _descendants(node, kind: str) -> list:
