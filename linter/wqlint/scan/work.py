@@ -124,7 +124,7 @@ class WorkModel:
         self._pointers: dict = {}  # (member, directory) -> _pointer_names()
         self._defined_names: dict = {}  # directory -> the names _near_defs() defines, as bytes
         self._lines_memo: dict = {}  # (name, directory) -> _lines()
-        self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> its calls by name
+        self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
 
     # -- asking ------------------------------------------------------------------------------
@@ -398,16 +398,18 @@ class WorkModel:
             return []
         chunk = src.chunk_at(line)
         calls = self._chunk_calls.get((rel, chunk.first_line))
-        if calls is None:
-            calls = []
+        if calls is None:  # {name: [call node]}
+            calls = {}
             for _, caps in parser.matches("calls", chunk.root):
-                call = caps["call"]
-                first = chunk.line_of(call)
-                calls.append((parser.text(caps["call.name"]), call, first,
-                              first + call.end_point[0] - call.start_point[0]))
+                calls.setdefault(parser.text(caps["call.name"]), []).append(caps["call"])
             self._chunk_calls[(rel, chunk.first_line)] = calls
-        return [(call, names[name], chunk) for name, call, first, last in calls
-                if name in names and first <= line <= last]
+        out = []
+        for name in names.keys() & calls.keys():
+            for call in calls[name]:
+                first = chunk.line_of(call)
+                if first <= line <= first + call.end_point[0] - call.start_point[0]:
+                    out.append((call, names[name], chunk))
+        return sorted(out, key=lambda c: c[0].start_byte)
 
     # -- which function a work item runs -----------------------------------------------------
     def bindings(self, work: Key, near: str) -> list:
