@@ -92,10 +92,10 @@ type T;
 @r@
 identifier fn;
 expression F;
-position a.p, both.q, pr;
+position both.q, pr;
 @@
 
- fn@p@pr(..., F@q, ...)
+ fn@pr(..., F@q, ...)
 
 @depends on patch@
 expression E;

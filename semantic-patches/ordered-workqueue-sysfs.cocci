@@ -85,10 +85,10 @@ type T;
 @r@
 identifier fn;
 expression F;
-position a.p, sysfs.q, pr;
+position sysfs.q, pr;
 @@
 
- fn@p@pr(..., F@q, ...)
+ fn@pr(..., F@q, ...)
 
 @depends on context@
 identifier fn;

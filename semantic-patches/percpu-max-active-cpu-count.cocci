@@ -105,10 +105,10 @@ identifier fn;
 @r@
 identifier fn;
 expression F, M;
-position a.p, a.pf, cpus.qc, pr, qn != {unknown.q, unset.q};
+position cpus.qc, pr, qn != {unknown.q, unset.q};
 @@
 
- fn@p@pr(..., F@pf@qn, M@qc, ...)
+ fn@pr(..., F@qn, M@qc, ...)
 
 @depends on context@
 identifier fn;

@@ -90,10 +90,10 @@ type T;
 @r@
 identifier fn;
 expression F, M;
-position a.p, unbound.qu, cpus.qc, pr;
+position unbound.qu, cpus.qc, pr;
 @@
 
- fn@p@pr(..., F@qu, M@qc, ...)
+ fn@pr(..., F@qu, M@qc, ...)
 
 @depends on context@
 identifier fn;

@@ -112,11 +112,11 @@ type T;
 @r@
 identifier fn;
 expression F, M, E;
-position a.p, unbound.qu, one.qo, pr, qn != ordered.qd;
+position unbound.qu, one.qo, pr, qn != ordered.qd;
 @@
 
 (
- fn@p@pr(..., F@qu@qn, M@qo, ...)
+ fn@pr(..., F@qu@qn, M@qo, ...)
 |
  create_freezable_workqueue@pr(E)
 )
