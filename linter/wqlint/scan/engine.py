@@ -675,11 +675,14 @@ class Engine:
         model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
                                                      self.api_header))
 
+        answers: dict = {}  # id(site) -> wanted(site): asked again in every round
+
         def wanted(site) -> bool:
-            if not self.in_targets(site.path) or self._outside_focus(site.path):
-                return False
-            values, _ = evaluate(site.flags, 1)
-            return any(v & rescuer for v in values)
+            got = answers.get(id(site))
+            if got is None:
+                got = answers[id(site)] = self.in_targets(site.path) and not self._outside_focus(site.path) \
+                    and any(v & rescuer for v in evaluate(site.flags, 1)[0])
+            return got
         flows: list = []
         # The model makes hundreds of thousands of small objects (the subsystems' headers, the
         # callees of each body) while the scan's own are alive: the collector's full passes
