@@ -685,9 +685,9 @@ class Engine:
             return got
         flows: list = []
         # The model makes hundreds of thousands of small objects (the subsystems' headers, the
-        # callees of each body) while the scan's own are alive: the collector's full passes
-        # over those took a third of the model's time. They are set aside while it runs (the
-        # model's own objects are still collected).
+        # callees of each body) while the scan's own are alive: the collector's passes over
+        # those cost about 0.2-0.4 s of CPU on linux-source-6.12 (of some 3 s for the model).
+        # They are set aside while it runs (the model's own objects are still collected).
         gc.freeze()
         try:
             for _ in range(MAX_ROUNDS):
