@@ -177,7 +177,7 @@ class SubsystemText:
             return []
         try:
             if fixed:
-                return [(_clean(name), num, content) for name, num, content in _fast_records(proc.stdout)]
+                return sorted((_clean(name), num, content) for name, num, content in _fast_records(proc.stdout))
             return _heads(proc.stdout)
         except SearchOutputError as exc:
             self.index._search_failed(self.index.root, f"ripgrep: {exc}")
@@ -215,6 +215,9 @@ def _heads(out: bytes) -> list:
             head = content[:content.find(b"(")].split()
             if head:
                 out_.append((rel, int(num), int(offset), head[-1].lstrip(b"*").decode(), "", ""))
+    # by path and line, never in the order ripgrep's threads happened to print the files: which
+    # of several definitions or initialisers of a name is taken must not vary between runs
+    out_.sort()
     return out_
 
 
