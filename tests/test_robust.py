@@ -245,6 +245,24 @@ def test_apply_refuses_a_file_changed_after_the_check(tmp_path, monkeypatch):
     assert not [p for p in root.rglob("*.wqlint")]
 
 
+def test_apply_removes_what_a_killed_apply_left(tmp_path):
+    """SIGKILL between staging and renaming leaves the staged copies beside the files (no
+    handler runs). The next --apply removes such a copy of a file it writes once it is an
+    hour old, and leaves a younger one (another run may be writing it)."""
+    import time
+
+    root = tiny_tree(tmp_path)
+    directory = root / "drivers" / "demo"
+    old, young = (directory / f".demo.c.{x}.wqlint" for x in ("k1ll3d", "wr1t1ng"))
+    for f in (old, young):
+        f.write_text("partial")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    got = run("fix", root, "--target", "mainline", "--apply")
+    assert got.exit_code == 0, got.stderr
+    assert "WQ_PERCPU" in (directory / "demo.c").read_text()
+    assert sorted(p.name for p in directory.glob(".*.wqlint")) == [young.name]
+
+
 @pytest.fixture
 def open_tmp(tmp_path):
     """A directory other users can reach (pytest's own is root's alone)."""

@@ -338,7 +338,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
 
 
 def remove_stale_temps(path: str | os.PathLike, age: float = 3600.0) -> int:
-    """Remove what write_atomic(path) left behind when it was killed (SIGKILL cannot be
+    """Remove what write_atomic(path) or Staged.add(path) left behind when killed (SIGKILL cannot be
     deferred): its temporary files beside path, regular files of this user untouched for age
     seconds (a younger one may be another run's, being written). The number removed."""
     import time
@@ -414,7 +414,8 @@ class Staged:
             raise OutputRefused(f"{_kind(old.st_mode)}, not replaced")
         if not os.access(target, os.W_OK):
             raise OutputRefused("not writable")
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".wqlint")
+        remove_stale_temps(target)  # what a killed run (SIGKILL) left beside this file
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX)
         self._items.append((target, tmp, before))
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
