@@ -46,6 +46,11 @@ def judge(sites, ctx) -> list:
         for path, module in judged:
             for f in module.check(path, ctx):
                 key = (f.rule_id, f.path, f.line, f.col)
+                if isinstance(site, Flow):
+                    # Each work (its function, the queue it runs on) that reaches a flush has its
+                    # own warning and its own fix: several drivers reaching one flush of a shared
+                    # layer are each named, not folded into the first.
+                    key += (f.function, site.site.queue)  # (a queue allocated at two places: one name, one warning)
                 if key not in seen:
                     seen.add(key)
                     findings.append(f)

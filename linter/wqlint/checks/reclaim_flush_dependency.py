@@ -14,7 +14,7 @@ from wqlint import api
 from wqlint.checks.common import applies, flow_finding
 from wqlint.finding import Step
 from wqlint.scan.site import CheckContext
-from wqlint.scan.values import evaluate
+from wqlint.scan.values import evaluate, strings_of
 from wqlint.scan.work import Flow
 
 RULE = "reclaim-flush-dependency"
@@ -101,7 +101,16 @@ def _kept(holder) -> str:
 
 
 def _queue_name(site) -> str:
-    return site.queue.strip('"') if site.queue.startswith('"') else site.queue
+    """The queue's name as the kernel prints it: its format, or the one string a bare "%s"
+    formats (alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "fc_rport_eq"))."""
+    name = site.queue.strip('"') if site.queue.startswith('"') else site.queue
+    if name == "%s" and site.name is not None and site.name.args:
+        texts, complete = strings_of(site.name.args[0])
+        if complete and len(texts) == 1:
+            text = next(iter(texts))
+            if text and b"%" not in text:
+                return text.decode("utf-8", "replace")
+    return name
 
 
 def _alloc_step(site, name: str, note: str) -> Step:
