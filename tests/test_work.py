@@ -127,3 +127,43 @@ def test_an_element_of_an_array_member_is_kept_in_the_array():
     assert "flush_work(struct ar_dev.works) waits for ar-aux" in f["message"]
     assert "!WQ_MEM_RECLAIM ar-aux:ar_elem_fn" in f["message"]
     assert 198 not in _reclaim(doc)  # an array of queues with a rescuer
+
+
+MAINLINE = FIXTURES / "mainline"
+
+
+def test_a_callee_of_another_subsystem_is_found_where_the_tree_flushes():
+    """xport_add_port() is defined in net/xport, far from both drivers: found among the
+    functions of the files that flush, and each driver's work is its own warning at the
+    transport's flush."""
+    doc, _ = scan_json(MAINLINE, "--kernel-version", "7.3")
+    got = sorted((f["message"].split('kernel warns "workqueue: ')[1].rstrip('")'), f["chain"])
+                 for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"
+                 and (f["path"], f["line"]) == ("net/xport/xport.c", 20))
+    assert [w for w, _ in got] == ["WQ_MEM_RECLAIM xpa:xpa_add_fn is flushing !WQ_MEM_RECLAIM xport:0x0",
+                                   "WQ_MEM_RECLAIM xpb_events:xpb_event_fn is flushing !WQ_MEM_RECLAIM xport:0x0"]
+    assert [(s["path"], s["line"], s["note"]) for s in got[0][1]] == [
+        ("drivers/xpa/xpa.c", 32, "alloc_ordered_workqueue() allocates xpa (flags 'WQ_MEM_RECLAIM') with "
+                                  "WQ_MEM_RECLAIM, without __WQ_LEGACY"),
+        ("drivers/xpa/xpa.c", 37, "queue_work() puts &xd->add_work on xd->wq"),
+        ("drivers/xpa/xpa.c", 35, "INIT_WORK() binds &xd->add_work to xpa_add_fn()"),
+        ("drivers/xpa/xpa.c", 20, "xpa_add_fn() calls xport_add_port()"),
+        ("net/xport/xport.c", 26, "xport_add_port() calls xport_flush()"),
+        ("net/xport/xport.c", 20, "xport_flush() calls flush_workqueue()"),
+        ("net/xport/xport.c", 49, "alloc_workqueue() allocates xport (flags 'WQ_PERCPU') without WQ_MEM_RECLAIM"),
+    ]
+
+
+def test_a_path_marked_unlikely_is_not_followed(tmp_path):
+    """xport_free() resets (and drains the queue) only under unlikely(): the path hangs on the
+    port's flags, which its callers do not show. Without the mark it is followed."""
+    import shutil
+    tree = tmp_path / "tree"
+    shutil.copytree(MAINLINE, tree)
+    src = tree / "net" / "xport" / "xport.c"
+    src.write_text(src.read_text().replace("if (unlikely(port->flags & XPORT_RESET_PERMS))",
+                                           "if (port->flags & XPORT_RESET_PERMS)"))
+    doc, _ = scan_json(tree, "--kernel-version", "7.3")
+    lines = sorted((f["line"], f["message"].split(":")[-2].split()[0]) for f in doc["findings"]
+                   if f["rule"] == "reclaim-flush-dependency" and f["path"] == "net/xport/xport.c")
+    assert lines == [(20, "xpa_add_fn"), (20, "xpb_event_fn"), (33, "xpa_free_fn")]

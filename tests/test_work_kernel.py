@@ -18,6 +18,16 @@ Labels (path, line of the flush, the kernel's warning):
   the accessor macros fc_host_work_q() and fc_host_devloss_work_q() of
   include/scsi/scsi_transport_fc.h; in 6.1 the same, allocated as alloc_workqueue("%s", 0, 0,
   fc_host->work_q_name) (the warning prints the formatted name, fc_wq_<host>, fc_dl_<host>).
+- the other FC drivers reaching fc_remote_port_add() from a work on a WQ_MEM_RECLAIM queue of
+  their own, each its own warning (the kernel names the running work): bfad's
+  bfad_im_itnim_work_handler() (im->drv_workq, alloc_ordered_workqueue("bfad_wq_%d",
+  WQ_MEM_RECLAIM, ...)) -> bfad_im_fc_rport_add() for an itnim coming online; libfc's
+  fc_rport_work() (rport_event_queue, alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM,
+  "fc_rport_eq")) on RPORT_EV_READY for an rport not yet added; in 7.3 also fnic's
+  fnic_tport_event_handler() (fnic_event_queue, "%s" of "fnic_event_wq") ->
+  fnic_fdls_add_tport() on TGT_EV_RPORT_ADD. 6.12 and 7.3; in 6.1 these queues come from
+  create_singlethread_workqueue() (__WQ_LEGACY: exempt as flushers), and 6.12's fnic reaches
+  the FC transport only through libfc's own queue.
 - gfs2 (6.1, 6.12): the glock queue (6.1: the global glock_workqueue; 6.12: each
   filesystem's sd_glock_wq, "gfs2-glock/%s"; both WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_FREEZABLE)
   runs glock_work_func(); finish_xmote() -> do_xmote() -> ->go_sync, inode_go_sync() ->
@@ -69,12 +79,103 @@ LABELS = {
                                                    "flushing !WQ_MEM_RECLAIM fc_dl_%d:0x0"),
         ("fs/gfs2/lock_dlm.c", 1406, "WQ_MEM_RECLAIM gfs2-glock/%s:glock_work_func is flushing "
                                      "!WQ_MEM_RECLAIM gfs2_control:gfs2_control_func"),
+    ] + [
+        ("drivers/scsi/scsi_transport_fc.c", line, f"WQ_MEM_RECLAIM {work} is flushing !WQ_MEM_RECLAIM {q}:0x0")
+        for work in ("bfad_wq_%d:bfad_im_itnim_work_handler", "fc_rport_eq:fc_rport_work")
+        for line, q in ((2816, "fc_wq_%d"), (2859, "fc_dl_%d"))
     ],
     "7.3": NVMET + [
         ("drivers/scsi/scsi_transport_fc.c", 2852, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
                                                    "flushing !WQ_MEM_RECLAIM fc_wq_%d:0x0"),
         ("drivers/scsi/scsi_transport_fc.c", 2897, "WQ_MEM_RECLAIM qla2xxx_wq:qla2x00_iocb_work_fn is "
                                                    "flushing !WQ_MEM_RECLAIM fc_dl_%d_%d:0x0"),
+    ] + [
+        ("drivers/scsi/scsi_transport_fc.c", line, f"WQ_MEM_RECLAIM {work} is flushing !WQ_MEM_RECLAIM {q}:0x0")
+        for work in ("bfad_wq_%d:bfad_im_itnim_work_handler", "fnic_event_wq:fnic_tport_event_handler",
+                     "fc_rport_eq:fc_rport_work")
+        for line, q in ((2852, "fc_wq_%d"), (2897, "fc_dl_%d_%d"))
+    ],
+}
+
+
+# Reached through a callee defined in another subsystem, in a file that flushes (scan.work's
+# search of the tree's flushing files), each checked by reading the C:
+# - zfcp (drivers/s390/scsi): zfcp_scsi_rport_work() on the adapter's work_queue
+#   (alloc_ordered_workqueue(name / "zfcp_q_%s", WQ_MEM_RECLAIM)) -> zfcp_scsi_rport_register()
+#   -> fc_remote_port_add(): the FC transport's two flushes, as for the FC drivers above. In 6.1
+#   and 6.12 the queue's name is a local buffer ("name" in the warning below; the kernel prints
+#   zfcp_q_<bus id>).
+# - mthca: catas_reset() on catas_wq (alloc_ordered_workqueue("mthca_catas", WQ_MEM_RECLAIM))
+#   restarts the device: __mthca_restart_one() -> __mthca_remove_one() ->
+#   mthca_unregister_device() -> ib_unregister_device() -> __ib_unregister_device() ->
+#   ib_cache_cleanup_one(), which flushes ib_wq ("infiniband", no rescuer) twice.
+# - nvme: the remove work of a dead controller on nvme_wq ("nvme-wq", WQ_MEM_RECLAIM) calls
+#   device_release_driver() (apple in 6.1, 6.12, 7.3; pci in 6.1) -> __device_release_driver()
+#   -> device_links_unbind_consumers(), which, for a consumer still probing, calls
+#   wait_for_device_probe(): flush_work(&deferred_probe_work), queued on system_dfl_wq /
+#   system_unbound_wq ("events_unbound").
+# - 7.3 only: idpf_init_task() (init_wq, "%s-%s-init", WQ_UNBOUND | WQ_MEM_RECLAIM) ->
+#   register_netdev() and iavf_finish_config() (adapter->wq, "%s" of "iavf", WQ_MEM_RECLAIM) ->
+#   register_netdevice(): when a NETDEV_REGISTER notifier refuses the device,
+#   register_netdevice() unregisters it, unregister_netdevice_many_notify() ->
+#   flush_all_backlogs(), which queues flush_backlog() on system_highpri_wq ("events_highpri")
+#   and flushes it.
+# - 7.3 only: nxpwifi's nxpwifi_sdio_work() (adapter->workqueue, "NXPWIFI_WORK_QUEUE",
+#   WQ_HIGHPRI | WQ_MEM_RECLAIM | WQ_UNBOUND) resets the card: nxpwifi_sdio_card_reset_work() ->
+#   nxpwifi_shutdown_sw() -> nxpwifi_uninit_sw() -> wiphy_unregister(), which flushes three work
+#   items schedule_work() puts on system_percpu_wq ("events"); the third's binding is split over
+#   two lines, so its function is not named (%ps).
+# Left out on purpose: vfree()'s vm_reset_perms() -> __purge_vmap_area_lazy() flush (a driver's
+# buffer never has VM_FLUSH_RESET_PERMS: the call is under unlikely()), and lru_add_drain_all()
+# (its per-CPU works go on mm_percpu_wq, which has WQ_MEM_RECLAIM).
+FAR = {
+    "6.1": [
+        ("drivers/base/dd.c", 755, "WQ_MEM_RECLAIM nvme-wq:apple_nvme_remove_dead_ctrl_work is flushing "
+                                   "!WQ_MEM_RECLAIM events_unbound:deferred_probe_work_func"),
+        ("drivers/base/dd.c", 755, "WQ_MEM_RECLAIM nvme-wq:nvme_remove_dead_ctrl_work is flushing "
+                                   "!WQ_MEM_RECLAIM events_unbound:deferred_probe_work_func"),
+        ("drivers/infiniband/core/cache.c", 1679, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
+                                                  "!WQ_MEM_RECLAIM infiniband:0x0"),
+        ("drivers/infiniband/core/cache.c", 1685, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
+                                                  "!WQ_MEM_RECLAIM infiniband:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2819, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+                                                   "!WQ_MEM_RECLAIM %s:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2862, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+                                                   "!WQ_MEM_RECLAIM %s:0x0"),
+    ],
+    "6.12": [
+        ("drivers/base/dd.c", 830, "WQ_MEM_RECLAIM nvme-wq:apple_nvme_remove_dead_ctrl_work is flushing "
+                                   "!WQ_MEM_RECLAIM events_unbound:deferred_probe_work_func"),
+        ("drivers/infiniband/core/cache.c", 1690, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
+                                                  "!WQ_MEM_RECLAIM infiniband:0x0"),
+        ("drivers/infiniband/core/cache.c", 1696, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
+                                                  "!WQ_MEM_RECLAIM infiniband:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2816, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+                                                   "!WQ_MEM_RECLAIM fc_wq_%d:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2859, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+                                                   "!WQ_MEM_RECLAIM fc_dl_%d:0x0"),
+    ],
+    "7.3": [
+        ("drivers/base/dd.c", 820, "WQ_MEM_RECLAIM nvme-wq:apple_nvme_remove_dead_ctrl_work is flushing "
+                                   "!WQ_MEM_RECLAIM events_unbound:deferred_probe_work_func"),
+        ("drivers/infiniband/core/cache.c", 1650, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
+                                                  "!WQ_MEM_RECLAIM infiniband:0x0"),
+        ("drivers/infiniband/core/cache.c", 1656, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
+                                                  "!WQ_MEM_RECLAIM infiniband:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2852, "WQ_MEM_RECLAIM zfcp_q_%s:zfcp_scsi_rport_work is flushing "
+                                                   "!WQ_MEM_RECLAIM fc_wq_%d:0x0"),
+        ("drivers/scsi/scsi_transport_fc.c", 2897, "WQ_MEM_RECLAIM zfcp_q_%s:zfcp_scsi_rport_work is flushing "
+                                                   "!WQ_MEM_RECLAIM fc_dl_%d_%d:0x0"),
+        ("net/core/dev.c", 6697, "WQ_MEM_RECLAIM %s-%s-init:idpf_init_task is flushing "
+                                 "!WQ_MEM_RECLAIM events_highpri:flush_backlog"),
+        ("net/core/dev.c", 6697, "WQ_MEM_RECLAIM iavf:iavf_finish_config is flushing "
+                                 "!WQ_MEM_RECLAIM events_highpri:flush_backlog"),
+        ("net/wireless/core.c", 1372, "WQ_MEM_RECLAIM NXPWIFI_WORK_QUEUE:nxpwifi_sdio_work is flushing "
+                                      "!WQ_MEM_RECLAIM events:cfg80211_destroy_iface_wk"),
+        ("net/wireless/core.c", 1373, "WQ_MEM_RECLAIM NXPWIFI_WORK_QUEUE:nxpwifi_sdio_work is flushing "
+                                      "!WQ_MEM_RECLAIM events:reg_leave_invalid_nan_wk"),
+        ("net/wireless/core.c", 1376, "WQ_MEM_RECLAIM NXPWIFI_WORK_QUEUE:nxpwifi_sdio_work is flushing "
+                                      "!WQ_MEM_RECLAIM events:%ps"),
     ],
 }
 
@@ -92,19 +193,19 @@ def _scan(tree, tmp_path):
 
 def test_reclaim_flush_dependency_on_6_1(linux_6_1, tmp_path):
     doc = _scan(linux_6_1, tmp_path)
-    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.1"])
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.1"] + FAR["6.1"])
     assert _findings(doc, "flush-queue-mismatch") == []
 
 
 def test_reclaim_flush_dependency_on_6_12(linux_6_12_scan):
     doc = json.loads(linux_6_12_scan[0])
-    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.12"])
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.12"] + FAR["6.12"])
     assert _findings(doc, "flush-queue-mismatch") == []
 
 
 def test_reclaim_flush_dependency_on_7_3(linux_7_3, tmp_path):
     doc = _scan(linux_7_3, tmp_path)
-    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["7.3"])
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["7.3"] + FAR["7.3"])
     assert _findings(doc, "flush-queue-mismatch") == []
 
 

@@ -899,7 +899,10 @@ class Engine:
         # Searched with the first round of sites(): the uses of the system queues, and the
         # callers of the API's macros (each a wrapper whose callers are the allocations),
         # which would otherwise cost a second pass over the tree once their #define is read.
-        for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES]:
+        # With the rules of work items on, the flushes too (the files where scan.work looks
+        # for a callee its caller's subsystem does not define).
+        for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES] + (
+                [] if "flow" in self.unread else [c.name for c in api.FLUSH_CALLS]):
             self.index.occurrences(name)
         sites = self.sites()
         bits = self._bits()

@@ -41,6 +41,8 @@ class SubsystemText:
         self._want_calls: set = set()
         self._want_heads: set = set()
         self._want_words: dict = {}  # directory -> words asked for
+        self._file_heads: dict = {}  # rel -> {function: [(rel, line, offset, static)]}
+        self._want_files: set = set()
         self.lines: dict = {}  # (rel, line) -> bytes, as a search printed them
 
     # -- asking --------------------------------------------------------------------------
@@ -72,14 +74,32 @@ class SubsystemText:
             self.misses += 1
         return got
 
+    def file_heads(self, rel: str) -> Optional[dict]:
+        """{function: [(rel, line, offset, static)]} of the lines of one file, anywhere in the
+        tree, that may start a function's definition (static: the line says so; False also
+        when the line starts with the name), or None until fetched."""
+        got = self._file_heads.get(rel)
+        if got is None:
+            self._want_files.add(rel)
+            self.misses += 1
+        return got
+
     # -- answering -----------------------------------------------------------------------
     def fetch(self) -> bool:
         """Answer every question queued; False when none was."""
         want_calls, self._want_calls = self._want_calls, set()
         want_heads, self._want_heads = self._want_heads, set()
         want_words, self._want_words = self._want_words, {}
-        if not want_calls and not want_heads and not want_words:
+        want_files, self._want_files = self._want_files, set()
+        if not want_calls and not want_heads and not want_words and not want_files:
             return False
+        if want_files:
+            got_files: dict = {rel: {} for rel in want_files}
+            for rel, line, offset, fn, _member, _value, static in self._search([], [HEADER, INIT], fixed=False,
+                                                                             only=sorted(want_files)):
+                if fn and rel in got_files:
+                    got_files[rel].setdefault(fn, []).append((rel, line, offset, static))
+            self._file_heads.update(got_files)
         if want_words:
             names = sorted(set().union(*want_words.values()))
             wanted = {n.encode() for n in names}
@@ -108,8 +128,8 @@ class SubsystemText:
             last: Optional[str] = None
             defs: dict = {}
             inits: dict = {}
-            for rel, line, offset, fn, member, value in self._search(sorted(want_heads), [HEADER, INIT],
-                                                                     fixed=False):
+            for rel, line, offset, fn, member, value, _static in self._search(sorted(want_heads),
+                                                                              [HEADER, INIT], fixed=False):
                 if rel is not last:
                     last = rel
                     defs, inits = got[_dir(rel)]
@@ -120,20 +140,25 @@ class SubsystemText:
             self._heads.update(got)
         return True
 
-    def _search(self, dirs: list, patterns: list, fixed: bool) -> list:
-        """The lines of the files directly in dirs that hold one of patterns: (rel, line,
-        content) for fixed strings; for [HEADER, INIT], (rel, line, offset of the line, the
-        function a header names or '', the member an initialiser sets or '', its value)."""
+    def _search(self, dirs: list, patterns: list, fixed: bool, only: Optional[list] = None) -> list:
+        """The lines of the files directly in dirs (or of the files only) that hold one of
+        patterns: (rel, line, content) for fixed strings; for [HEADER, INIT], (rel, line,
+        offset of the line, the function a header names or '', the member an initialiser
+        sets or '', its value, whether the header says static)."""
         index = self.index
-        files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
+        if only is not None:
+            dirs = [""]
+            files = {"": [r for r in only if not r.startswith("<")]}
+        else:
+            files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
         # Files read from memory (a patched file, a preprocessed unit) are searched there.
         memory = [r for d in dirs for r in files[d] if index._shadowed(r) or r in index.preloaded]
         on_disk = {r for d in dirs for r in files[d]} - set(memory)
         out = []
         rg = tools.which("rg")
         if rg and on_disk:
-            out = [hit for hit in self._ripgrep(rg, [d or "." for d in dirs if files[d]], patterns, fixed)
-                   if hit[0] in on_disk]
+            paths = sorted(on_disk) if only is not None else [d or "." for d in dirs if files[d]]
+            out = [hit for hit in self._ripgrep(rg, paths, patterns, fixed) if hit[0] in on_disk]
         elif on_disk:
             memory += sorted(on_disk)
         for rel in memory:
@@ -148,11 +173,11 @@ class SubsystemText:
                 else:
                     m = _HEADER_RE.match(content)
                     if m and b";" not in content[m.end():]:
-                        out.append((rel, n, offset, m.group(1).decode(), "", ""))
+                        out.append((rel, n, offset, m.group(1).decode(), "", "", _static(content)))
                     else:
                         m = _INIT_RE.match(content)
                         if m and m.group(2) != b"NULL":
-                            out.append((rel, n, offset, "", m.group(1).decode(), m.group(2).decode()))
+                            out.append((rel, n, offset, "", m.group(1).decode(), m.group(2).decode(), False))
                 offset += len(content) + 1
         return out
 
@@ -210,11 +235,12 @@ def _heads(out: bytes) -> list:
             member, _eq, value = content.strip()[1:].partition(b"=")
             value = value.strip().rstrip(b",").strip().lstrip(b"&").strip()
             if value != b"NULL":
-                out_.append((rel, int(num), int(offset), "", member.strip().decode(), value.decode()))
+                out_.append((rel, int(num), int(offset), "", member.strip().decode(), value.decode(), False))
         else:  # the name before the first '(' (the header's parameters)
             head = content[:content.find(b"(")].split()
             if head:
-                out_.append((rel, int(num), int(offset), head[-1].lstrip(b"*").decode(), "", ""))
+                out_.append((rel, int(num), int(offset), head[-1].lstrip(b"*").decode(), "", "",
+                             b"static" in head[:-1]))
     # by path and line, never in the order ripgrep's threads happened to print the files: which
     # of several definitions or initialisers of a name is taken must not vary between runs
     out_.sort()
@@ -232,6 +258,12 @@ def _fast_records(out: bytes):
         if len(got) == out.count(b"\0"):
             return [(name, int(num), content) for name, num, content in got]
     return list(_records(out))
+
+
+def _static(content: bytes) -> bool:
+    """Does a header line say its function is static (a word before the name)?"""
+    head = content[:content.find(b"(")].split()
+    return b"static" in head[:-1]
 
 
 def _dir(rel: str) -> str:

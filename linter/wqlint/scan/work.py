@@ -36,9 +36,11 @@ MAX_FLUSHES = 16  # flushes reached from one function
 MAX_NEAR_FILES = 600  # files of a subsystem searched for a callee's definition
 MAX_TEXT_FUNCTIONS = 4000  # definitions looked at by their text from one function
 MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the engine
+MAX_FAR_FILES = 5000  # files that flush, searched for the callees of other subsystems
 # A function's definition from its header's first line: the name before the parameters, then
 # the body's '{'.
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
+_FLUSH_NAME_LIST = tuple(c.name for c in api.FLUSH_CALLS)
 _FLUSH_NAMES = tuple(n.encode() for n in covering([c.name for c in api.FLUSH_CALLS]))
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
 _WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
@@ -126,6 +128,9 @@ class WorkModel:
         self._lines_memo: dict = {}  # (name, directory) -> _lines()
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
+        self._far: Optional[dict] = None  # _far_heads()
+        self._far_names: frozenset = frozenset()  # its names, as bytes
+        self._far_defined: dict = {}  # name -> _far_definition()
 
     # -- asking ------------------------------------------------------------------------------
     def flows(self, wanted) -> list:
@@ -473,6 +478,8 @@ class WorkModel:
         misses = self._misses()
         out = []
         for call, callee, via in self._calls_in(scope):
+            if _unlikely(call, scope):
+                continue
             cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
             if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED
@@ -548,7 +555,71 @@ class WorkModel:
             if m is not None and m.group(1).decode() == name:
                 found = (rel, line, m.end())
                 break
+        if not found:
+            # Not in the caller's subsystem: a function of another one that flushes.
+            far = self._far_definition(name)
+            if far is _PENDING:
+                return _PENDING
+            found = far or False
         self._defined[key] = found
+        return found or None
+
+    # -- callees of other subsystems ---------------------------------------------------------
+    def _far_heads(self) -> Optional[dict]:
+        """{function: [(rel, line, offset, static)]} of the function headers of the tree's .c
+        files that make a flush (api.FLUSH_CALLS by name): where a callee that its caller's
+        subsystem does not define is looked for (a transport's, a core helper's). Only those
+        files: a function of another subsystem is followed when its own file waits for a
+        queue, so that reaching across subsystems stays a few files. None until searched."""
+        if self._far is not None:
+            return self._far
+        files, pending = set(), False
+        for name in _FLUSH_NAME_LIST:
+            occ = self.index.occurrences(name)
+            if occ is None:
+                pending = True
+                continue
+            files.update(rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<"))
+        if pending:
+            return None
+        found: dict = {}
+        missing = False
+        for rel in sorted(files)[:MAX_FAR_FILES]:
+            heads = self.text.file_heads(rel)
+            if heads is None:
+                missing = True
+                continue
+            for fn, ats in heads.items():
+                found.setdefault(fn, []).extend(ats)
+        if missing:
+            return None
+        self._far = found
+        self._far_names = frozenset(n.encode() for n in found)
+        return found
+
+    def _far_definition(self, name: str):
+        """(rel, line, end of the header) of the definition of name with external linkage
+        in the files of _far_heads(); None when there is none, or when several files define
+        it (which one links is the build's choice); _PENDING until searched."""
+        got = self._far_defined.get(name)
+        if got is not None:
+            return got or None
+        heads = self._far_heads()
+        if heads is None:
+            return _PENDING
+        chosen = []
+        for rel, line, offset, static in heads.get(name, ()):
+            src = self.index.source(rel) if not static else None
+            if src is None:
+                continue
+            if src.data[offset:offset + len(name)] == name.encode() and line > 1 \
+                    and re.search(rb"\bstatic\b", src.line_bytes(line - 1)):
+                continue  # `static void\nname(...)`
+            m = _DEF_AT.match(src.data, offset)
+            if m is not None and m.group(1).decode() == name:
+                chosen.append((rel, line, m.end()))
+        found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
+        self._far_defined[name] = found
         return found or None
 
     def _distance(self, name: str, near: str) -> int:
@@ -626,6 +697,10 @@ class WorkModel:
         # (their names count as called too: this only decides what is parsed).
         called, through = _called(body)
         names = {n.decode() for n in called & defined} - _NOT_FOLLOWED
+        if self._far_heads() is None:
+            return _PENDING
+        # and those another subsystem defines in a file that flushes (_far_definition()).
+        names |= {n.decode() for n in (called - defined) & self._far_names} - _NOT_FOLLOWED
         for member in through:
             names.update(self._pointer_names(member.decode(), rel))
         callees = []
@@ -764,6 +839,9 @@ class WorkModel:
                         complete = False
                     else:
                         system = queue
+                        # its allocation, where the tree has it: the name the kernel prints
+                        sites.extend(s for s in self._sites_of(Key("var", queue), chunk.source.rel)
+                                     if s not in sites)
                     continue
                 qkey = self.key_of(qargs[qspec.queue_arg], qscope)
                 found = self._sites_of(qkey, chunk.source.rel) if qkey is not None else []
@@ -897,6 +975,23 @@ def _called(body: bytes) -> tuple:
         if rest.endswith(b"->") or rest.endswith(b"."):
             members.add(name)
     return names, members
+
+
+def _unlikely(call, scope: Scope) -> bool:
+    """Is the call made only on a path its function marks rare: in the branch of an
+    `if (unlikely(...))` (vfree()'s `if (unlikely(vm->flags & VM_FLUSH_RESET_PERMS))
+    vm_reset_perms(vm);`)? Such a path hangs on state the function's callers do not show; it
+    is not followed, nor reported when it flushes."""
+    cur = call
+    while cur is not None and cur != scope.node:
+        parent = cur.parent
+        if parent is not None and parent.type == "if_statement" and parent.child_by_field_name("consequence") == cur:
+            cond = parent.child_by_field_name("condition")
+            text = parser.text(cond).lstrip("( \t\n") if cond is not None else ""
+            if text.startswith("unlikely") and text[len("unlikely"):].lstrip().startswith("("):
+                return True
+        cur = parent
+    return False
 
 
 def _descendants(node, kind: str) -> list:
