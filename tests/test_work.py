@@ -167,3 +167,25 @@ def test_a_path_marked_unlikely_is_not_followed(tmp_path):
     lines = sorted((f["line"], f["message"].split(":")[-2].split()[0]) for f in doc["findings"]
                    if f["rule"] == "reclaim-flush-dependency" and f["path"] == "net/xport/xport.c")
     assert lines == [(20, "xpa_add_fn"), (20, "xpb_event_fn"), (33, "xpa_free_fn")]
+
+
+def test_the_subsystem_headers_read_the_same_from_any_shape_of_search_output():
+    """ripgrep's lines for the headers and initialisers, read at C speed when each record is
+    one line, and record by record when a file name holds a newline: the same answers."""
+    from wqlint.scan.subtext import Heads, _heads
+    out = (b"d/a.c\x0012:300:static int *a_probe(struct dev *d,\n"
+           b"d/a.c\x0040:900:\t.probe = &a_probe,\n"
+           b"d/a.c\x0041:930:\t.remove = NULL,\n"
+           b"d/b.h\x003:20:void a_probe (void)\n"
+           b"d/b.h\x009:99:  . flush\t= b_flush\n")
+    fast = {"d": Heads()}
+    _heads(out, fast, {"d/a.c", "d/b.h"})
+    odd = {"d": Heads()}
+    _heads(out.replace(b"d/b.h", b"d/b\n.h"), odd, {"d/a.c", "d/b\n.h"})
+    assert fast["d"].headers("a_probe") == [("d/a.c", 12, 300, True), ("d/b.h", 3, 20, False)]
+    assert fast["d"].definitions("a_probe") == [("d/a.c", 12, 300), ("d/b.h", 3, 20)]
+    assert fast["d"].initialisers("probe") == [("a_probe", "d/a.c", 40)]
+    assert fast["d"].initialisers("flush") == [("b_flush", "d/b.h", 9)]
+    assert fast["d"].initialisers("remove") == [] and b"a_probe" in fast["d"] and b"probe" not in fast["d"]
+    assert odd["d"].headers("a_probe") == [("d/a.c", 12, 300, True), ("d/b\n.h", 3, 20, False)]
+    assert odd["d"].initialisers("flush") == [("b_flush", "d/b\n.h", 9)]

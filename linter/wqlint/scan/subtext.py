@@ -36,13 +36,13 @@ class SubsystemText:
         self.names = list(names)
         self.misses = 0
         self._calls: dict = {}  # directory -> {word: [(rel, line)]}
-        self._heads: dict = {}  # directory -> ({function: [(rel, line, offset)]}, {member: [(function, rel, line)]})
+        self._heads: dict = {}  # directory -> Heads
         self._words: dict = {}  # (directory, word) -> [(rel, line)]
         self._want_calls: set = set()
         self._want_heads: set = set()
         self._want_words: dict = {}  # directory -> words asked for
-        self._file_heads: dict = {}  # rel -> {function: [(rel, line, offset, static)]}
-        self._want_files: set = set()
+        self._files_heads: dict = {}  # files -> Heads
+        self._want_files: set = set()  # of files
         self.lines: dict = {}  # (rel, line) -> bytes, as a search printed them
 
     # -- asking --------------------------------------------------------------------------
@@ -64,23 +64,21 @@ class SubsystemText:
             self.misses += 1
         return got
 
-    def heads(self, reldir: str) -> Optional[tuple]:
-        """({function: [(rel, line, offset)]} of the lines that may start its definition,
-        {member: [(function, rel, line)]} of the initialisers) of reldir's files, or None
-        until fetched."""
+    def heads(self, reldir: str) -> Optional["Heads"]:
+        """The Heads of reldir's files (the lines that may start a function's definition,
+        the initialisers of members to functions), or None until fetched."""
         got = self._heads.get(reldir)
         if got is None:
             self._want_heads.add(reldir)
             self.misses += 1
         return got
 
-    def file_heads(self, rel: str) -> Optional[dict]:
-        """{function: [(rel, line, offset, static)]} of the lines of one file, anywhere in the
-        tree, that may start a function's definition (static: the line says so; False also
-        when the line starts with the name), or None until fetched."""
-        got = self._file_heads.get(rel)
+    def files_heads(self, files: tuple) -> Optional["Heads"]:
+        """The Heads of files anywhere in the tree, taken together (Heads.headers() says
+        which lines say static), or None until fetched."""
+        got = self._files_heads.get(files)
         if got is None:
-            self._want_files.add(rel)
+            self._want_files.add(files)
             self.misses += 1
         return got
 
@@ -93,13 +91,10 @@ class SubsystemText:
         want_files, self._want_files = self._want_files, set()
         if not want_calls and not want_heads and not want_words and not want_files:
             return False
-        if want_files:
-            got_files: dict = {rel: {} for rel in want_files}
-            for rel, line, offset, fn, _member, _value, static in self._search([], [HEADER, INIT], fixed=False,
-                                                                             only=sorted(want_files)):
-                if fn and rel in got_files:
-                    got_files[rel].setdefault(fn, []).append((rel, line, offset, static))
-            self._file_heads.update(got_files)
+        for files in sorted(want_files):
+            got_files = {"": Heads()}
+            self._search([], [], fixed=False, only=list(files), heads=got_files)
+            self._files_heads[files] = got_files[""]
         if want_words:
             names = sorted(set().union(*want_words.values()))
             wanted = {n.encode() for n in names}
@@ -124,27 +119,17 @@ class SubsystemText:
                     words.setdefault(ident.decode(), []).append((rel, line))
             self._calls.update(got)
         if want_heads:
-            got = {d: ({}, {}) for d in want_heads}
-            last: Optional[str] = None
-            defs: dict = {}
-            inits: dict = {}
-            for rel, line, offset, fn, member, value, _static in self._search(sorted(want_heads),
-                                                                              [HEADER, INIT], fixed=False):
-                if rel is not last:
-                    last = rel
-                    defs, inits = got[_dir(rel)]
-                if fn:
-                    defs.setdefault(fn, []).append((rel, line, offset))
-                elif value:
-                    inits.setdefault(member, []).append((value, rel, line))
+            got = {d: Heads() for d in want_heads}
+            self._search(sorted(want_heads), [], fixed=False, heads=got)
             self._heads.update(got)
         return True
 
-    def _search(self, dirs: list, patterns: list, fixed: bool, only: Optional[list] = None) -> list:
+    def _search(self, dirs: list, patterns: list, fixed: bool, only: Optional[list] = None,
+                heads: Optional[dict] = None) -> list:
         """The lines of the files directly in dirs (or of the files only) that hold one of
-        patterns: (rel, line, content) for fixed strings; for [HEADER, INIT], (rel, line,
-        offset of the line, the function a header names or '', the member an initialiser
-        sets or '', its value, whether the header says static)."""
+        patterns: (rel, line, content) for fixed strings. Not fixed: the headers and
+        initialisers (HEADER, INIT) of those files are added to heads ({directory: Heads};
+        with only, {'': Heads} for all of them) instead."""
         index = self.index
         if only is not None:
             dirs = [""]
@@ -158,7 +143,10 @@ class SubsystemText:
         rg = tools.which("rg")
         if rg and on_disk:
             paths = sorted(on_disk) if only is not None else [d or "." for d in dirs if files[d]]
-            out = [hit for hit in self._ripgrep(rg, paths, patterns, fixed) if hit[0] in on_disk]
+            if fixed:
+                out = [hit for hit in self._ripgrep(rg, paths, patterns, fixed) if hit[0] in on_disk]
+            else:
+                self._ripgrep(rg, paths, patterns, fixed, heads, on_disk, only is not None)
         elif on_disk:
             memory += sorted(on_disk)
         for rel in memory:
@@ -166,6 +154,7 @@ class SubsystemText:
             if src is None:
                 continue
             offset = 0
+            into = heads[_dir(rel) if only is None else ""] if heads is not None else None
             for n, content in enumerate(src.data.split(b"\n"), 1):
                 if fixed:
                     if any(p.encode() in content for p in patterns):
@@ -173,15 +162,16 @@ class SubsystemText:
                 else:
                     m = _HEADER_RE.match(content)
                     if m and b";" not in content[m.end():]:
-                        out.append((rel, n, offset, m.group(1).decode(), "", "", _static(content)))
+                        into.add(rel, m.group(1), b"", b"%d" % n, b"%d" % offset, _static(content))
                     else:
                         m = _INIT_RE.match(content)
                         if m and m.group(2) != b"NULL":
-                            out.append((rel, n, offset, "", m.group(1).decode(), m.group(2).decode(), False))
+                            into.add(rel, m.group(1), m.group(2), b"%d" % n, b"%d" % offset)
                 offset += len(content) + 1
         return out
 
-    def _ripgrep(self, rg: str, paths: list, patterns: list, fixed: bool) -> list:
+    def _ripgrep(self, rg: str, paths: list, patterns: list, fixed: bool, heads: Optional[dict] = None,
+                 kept: Optional[set] = None, together: bool = False) -> list:
         args = [rg, "-n", "--with-filename", "--no-heading", "--null", "--no-ignore", "--binary", "--max-depth", "1",
                 "--threads", str(self.index.jobs), "-g", "*.c", "-g", "*.h"]
         if fixed:
@@ -203,51 +193,146 @@ class SubsystemText:
         try:
             if fixed:
                 return sorted((_clean(name), num, content) for name, num, content in _fast_records(proc.stdout))
-            return _heads(proc.stdout)
+            _heads(proc.stdout, heads, kept, together)
+            return []
         except SearchOutputError as exc:
             self.index._search_failed(self.index.root, f"ripgrep: {exc}")
+            for reldir in heads or ():
+                heads[reldir] = Heads()
             return []
 
 
 _RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([^\n]*)\n")
 
 
-def _heads(out: bytes) -> list:
-    """(rel, line, offset, function, member, value) of ripgrep's `--byte-offset` output for
-    [HEADER, INIT] (each line matched one of them: its parts are found without a regex)."""
-    got: list = []
+def _heads(out: bytes, heads: dict, kept: set, together: bool = False) -> None:
+    """Add ripgrep's `--byte-offset` output for [HEADER, INIT] to heads ({directory: Heads};
+    together: {'': Heads} for all), the records of files in kept only."""
     if out.count(b"\n") == out.count(b"\0") and (not out or out.endswith(b"\n")):
-        got = _OFFSET_RECORD_RE.findall(out)
-    if len(got) != out.count(b"\0"):  # a file name with a newline, a note: the careful way
-        got = []
-        for name, num, rest in _records(out):
-            offset, colon, content = rest.partition(b":")
-            if not (offset.isdigit() and colon):
-                raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
-            got.append((name, str(num).encode(), offset, content))
-    out_: list = []
-    names: dict = {}
-    for name, num, offset, content in got:
-        rel = names.get(name)
-        if rel is None:
-            rel = names[name] = _clean(name)
-        if content[:1] in b" \t.":  # `.member = function,`
-            member, _eq, value = content.strip()[1:].partition(b"=")
-            value = value.strip().rstrip(b",").strip().lstrip(b"&").strip()
-            if value != b"NULL":
-                out_.append((rel, int(num), int(offset), "", member.strip().decode(), value.decode(), False))
-        else:  # the name before the first '(' (the header's parameters)
-            head = content[:content.find(b"(")].split()
-            if head:
-                out_.append((rel, int(num), int(offset), head[-1].lstrip(b"*").decode(), "", "",
-                             b"static" in head[:-1]))
-    # by path and line, never in the order ripgrep's threads happened to print the files: which
-    # of several definitions or initialisers of a name is taken must not vary between runs
-    out_.sort()
-    return out_
+        try:
+            _add_heads(_fast_heads(out), heads, kept, together)
+            return
+        except _NotOneLine:
+            for reldir in heads:
+                heads[reldir] = Heads()
+    # a file name with a newline, a note: the careful way
+    records = []
+    for name, num, rest in _records(out):
+        offset, colon, content = rest.partition(b":")
+        if not (offset.isdigit() and colon):
+            raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
+        m = _HEAD_CONTENT_RE.match(content + b"\n")
+        if m is None:
+            raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
+        records.append((name, b"%d" % num, offset) + m.groups())
+    _add_heads(records, heads, kept, together)
 
 
-_OFFSET_RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):([^\n]*)\n")
+# A record of ripgrep's output for [HEADER, INIT]: name, line, offset, and what comes before
+# the function a header names and the function (the word before the line's first '('), or the
+# member an initialiser sets and its value.
+_HEAD_CONTENT = (rb"(?:((?:[^\n(]*[^\S\n]|[^\n(]*\*)?)([A-Za-z_]\w*)[^\S\n]*\("
+                 rb"|[^\S\n]*\.[^\S\n]*([A-Za-z_]\w*)[^\S\n]*=[^\S\n]*&?[^\S\n]*([A-Za-z_]\w*))[^\n]*\n")
+_HEAD_CONTENT_RE = re.compile(_HEAD_CONTENT)
+_HEAD_PARTS_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):" + _HEAD_CONTENT)
+
+
+class _NotOneLine(Exception):
+    """A record of the output is not one line."""
+
+
+def _fast_heads(out: bytes):
+    """_HEAD_PARTS_RE's records of out a slice at a time (those of all of it at once would take
+    more memory than the output), at C speed; _NotOneLine when a line is not one."""
+    start = 0
+    while start < len(out):
+        end = out.find(b"\n", start + _SLICE) + 1 or len(out)
+        got = _HEAD_PARTS_RE.findall(out, start, end)
+        if len(got) != out.count(b"\0", start, end):
+            raise _NotOneLine()
+        yield from got
+        start = end
+
+
+def _add_heads(records, heads: dict, kept: set, together: bool) -> None:
+    last = None
+    add = None
+    for name, num, offset, before, fn, member, value in records:
+        if name != last:
+            last = name
+            rel = _clean(name)
+            add = heads["" if together else _dir(rel)].add if rel in kept else None
+        if add is not None:
+            if fn:
+                add(rel, fn, b"", num, offset, b"static" in before.split())
+            elif value != b"NULL":
+                add(rel, member, value, num, offset)
+
+
+# What _heads() reads of the output at a time.
+_SLICE = 1 << 20
+
+
+class Heads:
+    """The lines of some files that may start a function's definition, and the initialisers
+    of members to functions, by name. Kept small (a kernel subsystem has tens of thousands of
+    such lines, few of them ever asked about): each name's lines as one string of numbers,
+    made into tuples when asked for."""
+
+    __slots__ = ("files", "_file", "_named")
+
+    def __init__(self):
+        self.files: list = []  # rel of the files, by number
+        self._file: dict = {}  # rel -> its number, as bytes
+        self._named: dict = {}  # name (b'.member' for an initialiser) -> b'file line offset static|value;...'
+
+    def add(self, rel: str, name: bytes, value: bytes, line: bytes, offset: bytes, static: bool = False) -> None:
+        """A header of function name (value b''; static: the line says so), or an
+        initialiser of member name to function value; line and offset in decimal digits."""
+        num = self._file.get(rel)
+        if num is None:
+            num = self._file[rel] = b"%d " % len(self.files)
+            self.files.append(rel)
+        if value:
+            name = b"." + name
+            rec = num + line + b" " + offset + b" " + value
+        else:
+            rec = num + line + b" " + offset + (b" s" if static else b" -")
+        old = self._named.get(name)
+        self._named[name] = rec if old is None else old + b";" + rec
+
+    def __contains__(self, name: bytes) -> bool:
+        """Does a line name function name (bytes) as a header's?"""
+        return name in self._named
+
+    def headers(self, name: str) -> list:
+        """[(rel, line, offset, static)] of the lines that may start name's definition, by
+        path and line (never in the order ripgrep's threads printed the files: which of
+        several is taken must not vary between runs); static: the line says so (False also
+        when the line starts with the name)."""
+        got = self._named.get(name.encode())
+        if got is None:
+            return []
+        out = []
+        for rec in got.split(b";"):
+            num, line, offset, static = rec.split(b" ")
+            out.append((self.files[int(num)], int(line), int(offset), static == b"s"))
+        return sorted(out)
+
+    def definitions(self, name: str) -> list:
+        """[(rel, line, offset)] of headers()."""
+        return [at[:3] for at in self.headers(name)]
+
+    def initialisers(self, member: str) -> list:
+        """[(function, rel, line)] of the initialisers `.member = function`, by path and line."""
+        got = self._named.get(b"." + member.encode())
+        if got is None:
+            return []
+        out = []
+        for rec in got.split(b";"):
+            num, line, _offset, value = rec.split(b" ")
+            out.append((self.files[int(num)], int(line), value.decode()))
+        return [(fn, rel, line) for rel, line, fn in sorted(out)]
 
 
 def _fast_records(out: bytes):

@@ -116,6 +116,7 @@ class WorkModel:
         self._keys: dict = {}  # id(site) -> Key | None
         self._fn_memo: dict = {}
         self._dir_defs: dict = {}  # directory -> _near_defs() of its files
+        self._kept: dict = {}  # directory -> the files of _near_defs() that count, when not all do
         self._defined: dict = {}  # (name, file asking) -> _definition()
         self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._related: dict = {}  # rel -> set of the files of its subsystem
@@ -124,12 +125,10 @@ class WorkModel:
         self._dist: dict = {}  # a definition -> (calls from it to a flush by its text, calls looked through)
         self._callees: dict = {}  # (rel, line) of a definition -> [(rel, line)] it may call
         self._pointers: dict = {}  # (member, directory) -> _pointer_names()
-        self._defined_names: dict = {}  # directory -> the names _near_defs() defines, as bytes
         self._lines_memo: dict = {}  # (name, directory) -> _lines()
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
-        self._far: Optional[dict] = None  # _far_heads()
-        self._far_names: frozenset = frozenset()  # its names, as bytes
+        self._far = None  # _far_heads()
         self._far_defined: dict = {}  # name -> _far_definition()
 
     # -- asking ------------------------------------------------------------------------------
@@ -545,7 +544,8 @@ class WorkModel:
         heads = self._near_defs(near)
         if heads is None:
             return _PENDING
-        ats = [at for defs, _inits in heads for at in defs.get(name, ())]
+        kept = self._kept.get(near.rsplit("/", 1)[0] if "/" in near else "")
+        ats = [at for h in heads for at in h.definitions(name) if kept is None or at[0] in kept]
         found: "tuple | bool" = False
         for rel, line, offset in sorted(ats, key=lambda at: at[0] != near):
             src = self.index.source(rel)
@@ -565,9 +565,9 @@ class WorkModel:
         return found or None
 
     # -- callees of other subsystems ---------------------------------------------------------
-    def _far_heads(self) -> Optional[dict]:
-        """{function: [(rel, line, offset, static)]} of the function headers of the tree's .c
-        files that make a flush (api.FLUSH_CALLS by name): where a callee that its caller's
+    def _far_heads(self):
+        """The scan.subtext.Heads of the function headers of the tree's .c files that make a
+        flush (api.FLUSH_CALLS by name): where a callee that its caller's
         subsystem does not define is looked for (a transport's, a core helper's). Only those
         files: a function of another subsystem is followed when its own file waits for a
         queue, so that reaching across subsystems stays a few files. None until searched."""
@@ -582,19 +582,10 @@ class WorkModel:
             files.update(rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<"))
         if pending:
             return None
-        found: dict = {}
-        missing = False
-        for rel in sorted(files)[:MAX_FAR_FILES]:
-            heads = self.text.file_heads(rel)
-            if heads is None:
-                missing = True
-                continue
-            for fn, ats in heads.items():
-                found.setdefault(fn, []).extend(ats)
-        if missing:
+        found = self.text.files_heads(tuple(sorted(files)[:MAX_FAR_FILES]))
+        if found is None:
             return None
         self._far = found
-        self._far_names = frozenset(n.encode() for n in found)
         return found
 
     def _far_definition(self, name: str):
@@ -608,7 +599,7 @@ class WorkModel:
         if heads is None:
             return _PENDING
         chosen = []
-        for rel, line, offset, static in heads.get(name, ()):
+        for rel, line, offset, static in heads.headers(name):
             src = self.index.source(rel) if not static else None
             if src is None:
                 continue
@@ -689,18 +680,14 @@ class WorkModel:
         heads = self._near_defs(rel)
         if heads is None:
             return _PENDING
-        here = rel.rsplit("/", 1)[0] if "/" in rel else ""
-        defined = self._defined_names.get(here)
-        if defined is None:
-            defined = self._defined_names[here] = {n.encode() for defs, _inits in heads for n in defs}
         # Every name called that the subsystem defines, and the members called through
         # (their names count as called too: this only decides what is parsed).
         called, through = _called(body)
-        names = {n.decode() for n in called & defined} - _NOT_FOLLOWED
-        if self._far_heads() is None:
+        far = self._far_heads()
+        if far is None:
             return _PENDING
         # and those another subsystem defines in a file that flushes (_far_definition()).
-        names |= {n.decode() for n in (called - defined) & self._far_names} - _NOT_FOLLOWED
+        names = {n.decode() for n in called if n in far or any(n in h for h in heads)} - _NOT_FOLLOWED
         for member in through:
             names.update(self._pointer_names(member.decode(), rel))
         callees = []
@@ -714,8 +701,9 @@ class WorkModel:
 
     def _near_defs(self, rel: str) -> Optional[list]:
         """The headers of the files of rel's directory and of its parent (when that is more
-        than two levels deep), its own directory's first: [({function: [(rel, line)]},
-        {member: [(function, rel, line)]})]; None until their text is searched."""
+        than two levels deep), its own directory's first: [scan.subtext.Heads], of which
+        only those in the files of self._kept[rel's directory] count when it has them; None
+        until their text is searched."""
         here = rel.rsplit("/", 1)[0] if "/" in rel else ""
         got = self._dir_defs.get(here)
         if got is None:
@@ -726,9 +714,7 @@ class WorkModel:
             files = self._files_near(rel)
             if sum(len(self.index.dir_files(d, recursive=False)) for d in _dirs_near(rel)) > len(files):
                 # More files than a subsystem is searched in: only the nearest count.
-                kept = set(files)
-                heads = [({n: [a for a in ats if a[0] in kept] for n, ats in defs.items()},
-                          {m: [f for f in fns if f[1] in kept] for m, fns in inits.items()}) for defs, inits in heads]
+                self._kept[here] = set(files)
             got = self._dir_defs[here] = heads
         return got
 
@@ -777,7 +763,8 @@ class WorkModel:
         if heads is None:
             return []
         out: dict = {}
-        for fn, rel, line in (f for _defs, inits in heads for f in inits.get(member, ())):
+        kept = self._kept.get(near.rsplit("/", 1)[0] if "/" in near else "")
+        for fn, rel, line in (f for h in heads for f in h.initialisers(member) if kept is None or f[1] in kept):
             if fn not in out:
                 out[fn] = (rel, line)
                 if len(out) > MAX_POINTER_TARGETS:
