@@ -129,6 +129,7 @@ class WorkModel:
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
         self._far = None  # _far_heads()
+        self._far_files: Optional[tuple] = None  # the files it is of
         self._far_defined: dict = {}  # name -> _far_definition()
 
     # -- asking ------------------------------------------------------------------------------
@@ -573,16 +574,18 @@ class WorkModel:
         queue, so that reaching across subsystems stays a few files. None until searched."""
         if self._far is not None:
             return self._far
-        files, pending = set(), False
-        for name in _FLUSH_NAME_LIST:
-            occ = self.index.occurrences(name)
-            if occ is None:
-                pending = True
-                continue
-            files.update(rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<"))
-        if pending:
-            return None
-        found = self.text.files_heads(tuple(sorted(files)[:MAX_FAR_FILES]))
+        if self._far_files is None:  # worked out once: every body looked at asks
+            files, pending = set(), False
+            for name in _FLUSH_NAME_LIST:
+                occ = self.index.occurrences(name)
+                if occ is None:
+                    pending = True
+                    continue
+                files.update(rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<"))
+            if pending:
+                return None
+            self._far_files = tuple(sorted(files)[:MAX_FAR_FILES])
+        found = self.text.files_heads(self._far_files)
         if found is None:
             return None
         self._far = found
