@@ -910,6 +910,7 @@ class Engine:
         flows = self._flows(sites, bits)
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
+        read.update((rel, None) for rel in self.index.looked if not rel.startswith("<"))
         if self.store is not None:
             from wqlint import safeio
             from wqlint.scan.source import MAX_FILE_BYTES
@@ -918,6 +919,8 @@ class Engine:
                 src = self.index.files.get(rel)
                 if src is not None:
                     read[rel] = digest(src.data)
+                elif rel in self.index.looked:
+                    read[rel] = self.index.looked[rel]
                 else:  # a file the scan could not use (binary, too large, not a regular file)
                     try:
                         read[rel] = digest(safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root))
@@ -932,8 +935,8 @@ class Engine:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
         result = {"sites": sites, "uses": uses, "flows": flows, "bits": bits, "bad": dict(self.index.bad),
                   "errors": list(self.index.errors), "parse_errors": dict(self._parse_errors),
-                  "files_scanned": len(self.index.files), "read": read, "call_sha": call_sha,
-                  "api_files": frozenset(self.api_files)}
+                  "files_scanned": len(self.index.files.keys() | self.index.looked.keys()), "read": read,
+                  "call_sha": call_sha, "api_files": frozenset(self.api_files)}
         if self.store is not None and not self.index.errors:
             if key is not None:
                 self.store.keep_scan(key, result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -39,6 +40,9 @@ MAX_SEARCH_OUTPUT = 256 * 1024 * 1024
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
+# Files only looked at (TreeIndex.text()) that are kept in memory, the last ones looked at:
+# the work model looks at the functions of a subsystem's files one after the other.
+RECENT_TEXTS = 128
 
 
 class TreeFiles:
@@ -132,6 +136,9 @@ class TreeIndex:
         self.kernel = kernel
         self.jobs = max(1, jobs)
         self.files: dict = {}  # rel -> SourceFile
+        # rel -> digest of the files only looked at (text()), not kept
+        self.looked: dict = {}
+        self._recent: OrderedDict = OrderedDict()  # rel -> bytes of the last RECENT_TEXTS of them
         self.bad: dict = {}  # rel -> problem
         self.fetched: dict = {}  # token -> list of (rel, line)
         self.pending: set = set()
@@ -157,6 +164,39 @@ class TreeIndex:
         src = self.files.get(rel)
         if src is not None or rel in self.bad or self.tree_files.deleted(rel):
             return src
+        data = self._recent.pop(rel, None)
+        if data is None:
+            data = self._read(rel)
+            if data is None:
+                return None
+        src = self.files[rel] = SourceFile(rel, data)
+        return src
+
+    def text(self, rel: str) -> Optional[bytes]:
+        """The bytes of rel, for a look at its text only: those of the file in memory, else
+        read and not kept but for the last RECENT_TEXTS files (its digest is, in self.looked,
+        for the index kept between runs); None when it cannot be used, as source()."""
+        src = self.files.get(rel)
+        if src is not None:
+            return src.data
+        data = self._recent.get(rel)
+        if data is not None:
+            self._recent.move_to_end(rel)
+            return data
+        if rel in self.bad or self.tree_files.deleted(rel):
+            return None
+        data = self._read(rel)
+        if data is None:
+            return None
+        from wqlint.scan.store import digest
+        self.looked[rel] = digest(data)
+        self._recent[rel] = data
+        if len(self._recent) > RECENT_TEXTS:
+            self._recent.popitem(last=False)
+        return data
+
+    def _read(self, rel: str) -> Optional[bytes]:
+        """The bytes of a file of the tree (or in memory), or None (the problem in self.bad)."""
         try:
             if rel in self.extra:
                 data = self.extra[rel]
@@ -172,8 +212,7 @@ class TreeIndex:
         except SourceError as exc:
             self.bad[rel] = str(exc)
             return None
-        src = self.files[rel] = SourceFile(rel, data)
-        return src
+        return data
 
     # -- files of a subsystem ------------------------------------------------------------
     def dir_files(self, reldir: str, recursive: bool) -> list:

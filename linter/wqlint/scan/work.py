@@ -549,10 +549,10 @@ class WorkModel:
         ats = [at for h in heads for at in h.definitions(name) if kept is None or at[0] in kept]
         found: "tuple | bool" = False
         for rel, line, offset in sorted(ats, key=lambda at: at[0] != near):
-            src = self.index.source(rel)
-            if src is None:
+            data = self.index.text(rel)
+            if data is None:
                 continue
-            m = _DEF_AT.match(src.data, offset)
+            m = _DEF_AT.match(data, offset)
             if m is not None and m.group(1).decode() == name:
                 found = (rel, line, m.end())
                 break
@@ -603,13 +603,13 @@ class WorkModel:
             return _PENDING
         chosen = []
         for rel, line, offset, static in heads.headers(name):
-            src = self.index.source(rel) if not static else None
-            if src is None:
+            data = self.index.text(rel) if not static else None
+            if data is None:
                 continue
-            if src.data[offset:offset + len(name)] == name.encode() and line > 1 \
-                    and re.search(rb"\bstatic\b", src.line_bytes(line - 1)):
+            if data[offset:offset + len(name)] == name.encode() and line > 1 \
+                    and re.search(rb"\bstatic\b", data[data.rfind(b"\n", 0, offset - 1) + 1:offset - 1]):
                 continue  # `static void\nname(...)`
-            m = _DEF_AT.match(src.data, offset)
+            m = _DEF_AT.match(data, offset)
             if m is not None and m.group(1).decode() == name:
                 chosen.append((rel, line, m.end()))
         found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
@@ -674,10 +674,9 @@ class WorkModel:
         if got is not None:
             return got
         rel, _line, start = at
-        src = self.index.source(rel)
-        if src is None:
+        data = self.index.text(rel)
+        if data is None:
             return (), False
-        data = src.data
         end = data.find(b"\n}", start)
         body = data[start:end if end >= 0 else len(data)]
         heads = self._near_defs(rel)
@@ -752,32 +751,37 @@ class WorkModel:
         return out
 
     def _pointer_names(self, member: str, near: str) -> tuple:
-        """The functions of pointer_targets(), without their steps."""
+        """The functions of pointer_targets(), without their steps (their files only looked at)."""
         here = near.rsplit("/", 1)[0] if "/" in near else ""
         got = self._pointers.get((member, here))
         if got is None:
-            got = self._pointers[(member, here)] = tuple(fn for fn, _step in self.pointer_targets(member, near))
+            got = self._pointers[(member, here)] = tuple(
+                fn for fn, (rel, _line) in self._initialisers(member, near).items() if self.index.text(rel) is not None)
         return got
 
     def pointer_targets(self, member: str, near: str) -> list:
         """[(function, Step)] of the initialisers `.member = function` in near's subsystem;
         none when there are more than MAX_POINTER_TARGETS (a member too generic to follow)."""
+        steps = []
+        for fn, (rel, line) in self._initialisers(member, near).items():
+            src = self.index.source(rel)
+            if src is not None:
+                steps.append((fn, Step(rel, line, src.line_text(line).strip(), f".{member} = {fn}")))
+        return steps
+
+    def _initialisers(self, member: str, near: str) -> dict:
+        """{function: (rel, line)} of pointer_targets()."""
         heads = self._near_defs(near)
         if heads is None:
-            return []
+            return {}
         out: dict = {}
         kept = self._kept.get(near.rsplit("/", 1)[0] if "/" in near else "")
         for fn, rel, line in (f for h in heads for f in h.initialisers(member) if kept is None or f[1] in kept):
             if fn not in out:
                 out[fn] = (rel, line)
                 if len(out) > MAX_POINTER_TARGETS:
-                    return []
-        steps = []
-        for fn, (rel, line) in out.items():
-            src = self.index.source(rel)
-            if src is not None:
-                steps.append((fn, Step(rel, line, src.line_text(line).strip(), f".{member} = {fn}")))
-        return steps
+                    return {}
+        return out
 
     # -- what a flush waits for --------------------------------------------------------------
     def target(self, spec, call, scope: Scope) -> Optional[Target]:
