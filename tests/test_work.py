@@ -189,3 +189,14 @@ def test_the_subsystem_headers_read_the_same_from_any_shape_of_search_output():
     assert fast["d"].initialisers("remove") == [] and b"a_probe" in fast["d"] and b"probe" not in fast["d"]
     assert odd["d"].headers("a_probe") == [("d/a.c", 12, 300, True), ("d/b\n.h", 3, 20, False)]
     assert odd["d"].initialisers("flush") == [("b_flush", "d/b\n.h", 9)]
+
+
+def test_a_scan_of_the_driver_alone_shows_its_work_reaching_the_other_subsystems_flush():
+    """The maintainer of drivers/xpa scans it alone: the flush in net/xport is reported for the
+    driver's work, with the advice for a queue of another subsystem (no edit of it)."""
+    doc, _ = scan_json(MAINLINE / "drivers" / "xpa", "--kernel-version", "7.3")
+    got = [f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"]
+    assert [(f["path"], f["line"]) for f in got] == [("net/xport/xport.c", 20)]
+    assert "WQ_MEM_RECLAIM xpa:xpa_add_fn is flushing !WQ_MEM_RECLAIM xport:0x0" in got[0]["message"]
+    assert got[0]["migration"].startswith("xport is allocated in another subsystem")
+    assert "no-fix=foreign" in got[0]["hints"]

@@ -75,6 +75,8 @@ def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: 
         return out | {f"no-fix=system:{target.system}"}
     if len(tsites) != 1:
         return out | {f"no-fix=sites:{len(tsites)}"}
+    if flow.elsewhere:  # a flush in a subsystem the scan does not cover: its queue is not edited
+        return out | {"no-fix=foreign"}
     site = tsites[0]
     out.add(f"judged-with={site.path}")
     if not own:

@@ -954,7 +954,10 @@ class Engine:
         self.api_files = set(got["api_files"])  # kept with the sites: a stored scan walks none
         self.check_context = self.context(got["bits"])
         shas = got.get("call_sha", {})
-        flows = [f for f in got.get("flows", ()) if self.in_targets(f.path)]
+        # A flow is the work's as much as the flush's: reported when either end is scanned (a
+        # driver's scan shows its work reaching a transport's flush).
+        flows = [f if self.in_targets(f.path) else dataclasses.replace(f, elsewhere=True)
+                 for f in got.get("flows", ()) if self.in_targets(f.path) or self.in_targets(f.site.path)]
         findings = [self._with_call_sha(f, shas)
                     for f in judge(self.judged_sites + got["uses"] + flows, self.check_context)]
         errors = list(self.errors) + list(got["errors"])

@@ -103,6 +103,9 @@ class Flow:
     col: int = 0
     end_col: int = 0
     suppressed: frozenset[str] = frozenset()
+    # The flush is outside the paths scanned (another subsystem's), the work's queue inside:
+    # reported to the work's maintainer, with no edit of the other subsystem's queue.
+    elsewhere: bool = False
 
 
 class WorkModel:
@@ -136,6 +139,7 @@ class WorkModel:
     def flows(self, wanted) -> list:
         """The Flows of the allocation sites for which wanted(site) holds, the subsystems'
         text searched round by round (scan.subtext)."""
+        self._far_heads()  # (asked with the first round's searches)
         out = self._flows(wanted)
         for _ in range(MAX_TEXT_ROUNDS):
             if not self.text.fetch():
