@@ -716,6 +716,10 @@ class WorkModel:
             asked = [self.text.heads(d) for d in _dirs_near(rel)]
             heads = [h for h in asked if h is not None]
             if len(heads) < len(asked):
+                # A flush reached there is judged by the API's calls of the same directories:
+                # asked with the headers, not in a round of their own.
+                for d in _dirs_near(rel):
+                    self.text.calls(d)
                 return None
             files = self._files_near(rel)
             if sum(len(self.index.dir_files(d, recursive=False)) for d in _dirs_near(rel)) > len(files):
