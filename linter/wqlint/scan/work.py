@@ -800,7 +800,10 @@ class WorkModel:
         args = _args(call)
         if spec.arg >= len(args):
             return None
-        return self.target_of(spec, self.key_of(args[spec.arg], scope), scope)
+        arg = args[spec.arg]
+        if arg.type == "identifier" and scope.kind == "function" and parser.text(arg) in scope.local_decls():
+            return None  # a local: what it holds is not followed (a variable of that name elsewhere is another)
+        return self.target_of(spec, self.key_of(arg, scope), scope)
 
     def target_of(self, spec, key: Optional[Key], scope: Scope) -> Optional[Target]:
         """What a flush of key (named in scope) waits for."""
@@ -902,6 +905,7 @@ _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
 # Calls never followed: the API's own (queueing, cancelling, binding) and the kernel's
 # primitives every function makes, whose bodies never flush a queue.
 _NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_BINDERS) | set(api.SCHEDULE_HELPERS)
+                          | {e.name for e in api.ENTRIES}  # (the allocation's own error exit destroys what it made)
                           | {"container_of", "to_delayed_work", "to_rcu_work", "list_for_each_entry"})
 
 
