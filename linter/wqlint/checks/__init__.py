@@ -45,7 +45,7 @@ def judge(sites, ctx) -> list:
             judged = ((p, m) for p in paths(site) for m in _ON_SITES if _judges_here(m, site))
         for path, module in judged:
             for f in module.check(path, ctx):
-                key = (f.rule_id, f.path, f.line, f.col)
+                key: tuple = (f.rule_id, f.path, f.line, f.col)
                 if isinstance(site, Flow):
                     # Each work (its function, the queue it runs on) that reaches a flush has its
                     # own warning and its own fix: several drivers reaching one flush of a shared

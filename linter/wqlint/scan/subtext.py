@@ -160,6 +160,7 @@ class SubsystemText:
                     if any(p.encode() in content for p in patterns):
                         out.append((rel, n, content))
                 else:
+                    assert into is not None  # heads are given whenever patterns are not fixed
                     m = _HEADER_RE.match(content)
                     if m and b";" not in content[m.end():]:
                         into.add(rel, m.group(1), b"", b"%d" % n, b"%d" % offset, _static(content))
@@ -193,12 +194,14 @@ class SubsystemText:
         try:
             if fixed:
                 return sorted((_clean(name), num, content) for name, num, content in _fast_records(proc.stdout))
+            assert heads is not None and kept is not None  # given whenever patterns are not fixed
             _heads(proc.stdout, heads, kept, together)
             return []
         except SearchOutputError as exc:
             self.index._search_failed(self.index.root, f"ripgrep: {exc}")
-            for reldir in heads or ():
-                heads[reldir] = Heads()
+            if heads is not None:
+                for reldir in heads:
+                    heads[reldir] = Heads()
             return []
 
 
