@@ -25,18 +25,27 @@ virtual context
 virtual org
 virtual report
 
-@r depends on !patch@
+// The calls by name (one match of every function), then by form.
+@c depends on !patch@
 iterator name scoped_guard;
-expression name;
+identifier fn = {create_workqueue, create_freezable_workqueue,
+	create_singlethread_workqueue};
 position p;
 @@
 
+ fn@p(...)
+
+@r@
+expression name;
+position c.p, pr;
+@@
+
 (
- create_workqueue@p(name)
+ create_workqueue@p@pr(name)
 |
- create_freezable_workqueue@p(name)
+ create_freezable_workqueue@p@pr(name)
 |
- create_singlethread_workqueue@p(name)
+ create_singlethread_workqueue@p@pr(name)
 )
 
 @depends on patch@
@@ -56,18 +65,18 @@ expression name;
 
 @depends on context@
 identifier fn;
-position r.p;
+position r.pr;
 @@
-* fn@p(...)
+* fn@pr(...)
 
 @script:python depends on org@
-p << r.p;
+p << r.pr;
 @@
 coccilib.org.print_todo(p[0],
 	"create_*workqueue() is deprecated: call alloc_workqueue() or alloc_ordered_workqueue() with explicit flags")
 
 @script:python depends on report@
-p << r.p;
+p << r.pr;
 @@
 coccilib.report.print_report(p[0],
 	"create_*workqueue() is deprecated: call alloc_workqueue() or alloc_ordered_workqueue() with explicit flags")
