@@ -25,19 +25,26 @@ virtual context
 virtual org
 virtual report
 
-// The API's own header, whose macros expand to allocations.
-@api_h@
-identifier x;
-expression e;
+// The calls by name (one match of every function), then by form.
+@c@
+iterator name scoped_guard;
+identifier fn = {alloc_workqueue, alloc_workqueue_lockdep_map,
+	devm_alloc_workqueue};
+position p;
 @@
 
-#define create_workqueue(x) e
+ fn@p(...)
 
-// The calls.
-@a depends on !api_h@
-iterator name scoped_guard;
+// The API's own create_workqueue(), reported where it is called.
+@api_h@
+identifier x, fn;
+position c.p;
+@@
+#define create_workqueue(x) fn@p(...)
+
+@a@
 expression fmt, dev, f, m;
-position p, pf;
+position c.p, pf;
 @@
 
 (
@@ -49,8 +56,26 @@ position p, pf;
 )
 
 // Flags that may name an affinity, or whose value is not known here.
-@unknown exists@
+@named@
 position a.pf, q;
+expression F;
+global idexpression g != {WQ_FREEZABLE, WQ_MEM_RECLAIM, WQ_HIGHPRI,
+	WQ_CPU_INTENSIVE, WQ_SYSFS, WQ_POWER_EFFICIENT, __WQ_DESTROYING,
+	__WQ_DRAINING, __WQ_ORDERED, __WQ_LEGACY, __WQ_DEPRECATED};
+@@
+ \(F@pf@q \& <+... g ...+>\)
+
+// Flags that hold a local: only these are followed through the function.
+@l@
+position a.pf, pl;
+expression F;
+local idexpression x;
+@@
+ \(F@pf@pl \& <+... x ...+>\)
+
+// A local given such a value, or another local's.
+@unknown exists@
+position l.pl, q;
 expression F, E;
 global idexpression g != {WQ_FREEZABLE, WQ_MEM_RECLAIM, WQ_HIGHPRI,
 	WQ_CPU_INTENSIVE, WQ_SYSFS, WQ_POWER_EFFICIENT, __WQ_DESTROYING,
@@ -64,18 +89,16 @@ assignment operator op = {=, |=};
 (
  T z = <+... \(g\|y\) ...+>;
  ... when != z = E
- \(F@pf@q \& <+... z ...+>\)
+ \(F@pl@q \& <+... z ...+>\)
 |
  x op <+... \(g\|y\) ...+>;
  ... when != x = E
- \(F@pf@q \& <+... x ...+>\)
-|
- \(F@pf@q \& <+... g ...+>\)
+ \(F@pl@q \& <+... x ...+>\)
 )
 
 // Flags from a parameter, or a local not set on some path.
 @unset exists@
-position a.pf, q;
+position l.pl, q;
 expression F, E;
 local idexpression x;
 identifier fn;
@@ -83,17 +106,17 @@ identifier fn;
 
  fn(...) {
  ... when != x = E
- \(F@pf@q \& <+... x ...+>\)
+ \(F@pl@q \& <+... x ...+>\)
  ... when any
  }
 
-@r@
+@r depends on !api_h@
 identifier fn;
 expression F;
-position a.p, a.pf, pr, qn != {unknown.q, unset.q};
+position a.pf, pr, qn != {named.q, unknown.q, unset.q};
 @@
 
- fn@p@pr(..., F@pf@qn, ...)
+ fn@pr(..., F@pf@qn, ...)
 
 @depends on patch@
 position r.qn;
