@@ -22,30 +22,38 @@ virtual context
 virtual org
 virtual report
 
-// The API's own header, whose macros expand to allocations.
-@api_h@
-identifier x;
-expression e;
-@@
-
-#define create_workqueue(x) e
-
-// The calls.
-@a depends on !api_h@
+// The calls by name (one match of every function), then by form.
+@c@
 iterator name scoped_guard;
-expression fmt, dev, f, m;
-position p, pf, pm;
+identifier fn = {alloc_workqueue, alloc_workqueue_lockdep_map,
+	devm_alloc_workqueue, create_freezable_workqueue};
+position p;
 @@
+ fn@p(...)
 
+// The API's own create_freezable_workqueue(), reported where it is called.
+@api_h@
+identifier x, fn;
+position c.p;
+@@
+#define create_freezable_workqueue(x) fn@p(...)
+
+@a@
+expression fmt, dev, f, m;
+position c.p, pf, pm;
+@@
 (
  alloc_workqueue@p(fmt, f@pf, m@pm, ...)
 |
  alloc_workqueue_lockdep_map@p(fmt, f@pf, m@pm, ...)
 |
  devm_alloc_workqueue@p(dev, fmt, f@pf, m@pm, ...)
+|
+ create_freezable_workqueue@p(f@pf@pm)
 )
 
-// Flags that hold WQ_UNBOUND on some path.
+// Flags holding WQ_UNBOUND on some path; the argument of
+// create_freezable_workqueue() stands for its flags and max_active.
 @unbound exists@
 position a.pf, qu;
 expression F, E;
@@ -54,7 +62,6 @@ identifier y;
 type T;
 assignment operator op = {=, |=};
 @@
-
 (
  T y = <+... WQ_UNBOUND ...+>;
  ... when != y = E
@@ -65,6 +72,8 @@ assignment operator op = {=, |=};
  \(F@pf@qu \& <+... x ...+>\)
 |
  \(F@pf@qu \& <+... WQ_UNBOUND ...+>\)
+|
+ create_freezable_workqueue(F@pf@qu)
 )
 
 // Flags that say ordered already.
@@ -75,7 +84,6 @@ local idexpression x;
 identifier y;
 type T;
 @@
-
 (
  T y = <+... __WQ_ORDERED ...+>;
  ... when != y = E
@@ -96,7 +104,6 @@ local idexpression x;
 identifier y;
 type T;
 @@
-
 (
  T y = 1;
  ... when != y = E
@@ -107,18 +114,19 @@ type T;
  \(M@pm@qo \& x\)
 |
  1@pm@qo
+|
+ create_freezable_workqueue(M@pm@qo)
 )
 
-@r@
+@r depends on !api_h@
 identifier fn;
-expression F, M, E;
+expression F, M;
 position unbound.qu, one.qo, pr, qn != ordered.qd;
 @@
-
 (
  fn@pr(..., F@qu@qn, M@qo, ...)
 |
- create_freezable_workqueue@pr(E)
+ fn@pr(F@qu@qo)
 )
 
 @depends on context@
