@@ -12,6 +12,7 @@ import bisect
 import itertools
 import os
 import re
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -86,18 +87,19 @@ class SourceFile:
     data: bytes
     _chunks: dict = field(default_factory=dict)
     _closers: Optional[list] = None
-    _line_starts: Optional[list] = None
+    _line_starts: Optional[array] = None
 
     def __post_init__(self) -> None:
         self._words: dict = {}
 
     @property
-    def _starts(self) -> list:
+    def _starts(self) -> array:
         """Offsets of the lines' first bytes, computed when first needed: most files are read
-        only to learn that a name does not occur in them."""
+        only to learn that a name does not occur in them. An array, not a list: 8 bytes a
+        line instead of 36, and nothing for the cycle collector to walk through."""
         starts = self._line_starts
         if starts is None:
-            starts = [0]
+            starts = array("q", [0])
             starts.extend(itertools.accumulate(map((1).__add__, map(len, self.data.split(b"\n")))))
             starts.pop()
             self._line_starts = starts
