@@ -25,6 +25,10 @@ _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # 0), and `.member = function,` (a member initialised to a function).
 HEADER = r"^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\("
 INIT = r"^\s*\.\s*([A-Za-z_]\w*)\s*=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$"
+# HEADER where the words before the name do not start with `static`: the functions other
+# files can call (a header whose type is on the line before is kept: its file says more).
+EXTERN_HEADER = (r"^(?:(?:[A-Za-rt-z_]|s(?:[^t\W]|t(?:[^a\W]|a(?:[^t\W]|t(?:[^i\W]|i(?:[^c\W]|c\w))))))"
+                 r"[\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(")
 _HEADER_RE = re.compile(HEADER.encode())
 _INIT_RE = re.compile(INIT.encode())
 
@@ -74,8 +78,9 @@ class SubsystemText:
         return got
 
     def files_heads(self, files: tuple) -> Optional["Heads"]:
-        """The Heads of files anywhere in the tree, taken together (Heads.headers() says
-        which lines say static), or None until fetched."""
+        """The Heads of files anywhere in the tree, taken together, or None until fetched:
+        the headers of the functions other files can call (those whose line says static are
+        left out where ripgrep searches; Heads.headers() says which lines say it)."""
         got = self._files_heads.get(files)
         if got is None:
             self._want_files.add(files)
@@ -180,7 +185,9 @@ class SubsystemText:
             text = "\n".join(patterns)
         else:
             args += ["--byte-offset"]
-            text = "\n".join(["(?-u)" + HEADER + r"[^;]*$", "(?-u)" + INIT])
+            # files taken together (files_heads()): only what other files can call
+            text = "\n".join(["(?-u)" + EXTERN_HEADER + r"[^;]*$"] if together
+                             else ["(?-u)" + HEADER + r"[^;]*$", "(?-u)" + INIT])
         args += ["-f", "-", "--"] + paths
         try:
             proc = tools.run(args, cwd=self.index.root, input=(text + "\n").encode(), timeout=SEARCH_TIMEOUT,
