@@ -241,7 +241,7 @@ def _heads(out: bytes, heads: dict, kept: set, together: bool = False) -> None:
 # A record of ripgrep's output for [HEADER, INIT]: name, line, offset, and what comes before
 # the function a header names and the function (the word before the line's first '('), or the
 # member an initialiser sets and its value.
-_HEAD_CONTENT = (rb"(?:((?:[^\n(]*[^\S\n]|[^\n(]*\*)?)([A-Za-z_]\w*)[^\S\n]*\("
+_HEAD_CONTENT = (rb"(?:((?:[^\n(]*[\t\x0b\x0c\r *])?)([A-Za-z_]\w*)[^\S\n]*\("
                  rb"|[^\S\n]*\.[^\S\n]*([A-Za-z_]\w*)[^\S\n]*=[^\S\n]*&?[^\S\n]*([A-Za-z_]\w*))[^\n]*\n")
 _HEAD_CONTENT_RE = re.compile(_HEAD_CONTENT)
 _HEAD_PARTS_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):" + _HEAD_CONTENT)
