@@ -145,8 +145,8 @@ def test_a_callee_of_another_subsystem_is_found_where_the_tree_flushes():
     assert [(s["path"], s["line"], s["note"]) for s in got[0][1]] == [
         ("drivers/xpa/xpa.c", 32, "alloc_ordered_workqueue() allocates xpa (flags 'WQ_MEM_RECLAIM') with "
                                   "WQ_MEM_RECLAIM, without __WQ_LEGACY"),
-        ("drivers/xpa/xpa.c", 37, "queue_work() puts &xd->add_work on xd->wq"),
-        ("drivers/xpa/xpa.c", 35, "INIT_WORK() binds &xd->add_work to xpa_add_fn()"),
+        ("drivers/xpa/xpa.c", 38, "queue_work() puts &xd->add_work on xd->wq"),
+        ("drivers/xpa/xpa.c", 35, "INIT_WORK() binds &xd->add_work to xpa_add_fn()"),  # (over two lines)
         ("drivers/xpa/xpa.c", 20, "xpa_add_fn() calls xport_add_port()"),
         ("net/xport/xport.c", 26, "xport_add_port() calls xport_flush()"),
         ("net/xport/xport.c", 20, "xport_flush() calls flush_workqueue()"),

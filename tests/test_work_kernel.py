@@ -123,8 +123,8 @@ LABELS = {
 # - 7.3 only: nxpwifi's nxpwifi_sdio_work() (adapter->workqueue, "NXPWIFI_WORK_QUEUE",
 #   WQ_HIGHPRI | WQ_MEM_RECLAIM | WQ_UNBOUND) resets the card: nxpwifi_sdio_card_reset_work() ->
 #   nxpwifi_shutdown_sw() -> nxpwifi_uninit_sw() -> wiphy_unregister(), which flushes three work
-#   items schedule_work() puts on system_percpu_wq ("events"); the third's binding is split over
-#   two lines, so its function is not named (%ps).
+#   items schedule_work() puts on system_percpu_wq ("events") (the third's INIT_WORK() is
+#   written over two lines).
 # Left out on purpose: vfree()'s vm_reset_perms() -> __purge_vmap_area_lazy() flush (a driver's
 # buffer never has VM_FLUSH_RESET_PERMS: the call is under unlikely()), and lru_add_drain_all()
 # (its per-CPU works go on mm_percpu_wq, which has WQ_MEM_RECLAIM).
@@ -175,7 +175,7 @@ FAR = {
         ("net/wireless/core.c", 1373, "WQ_MEM_RECLAIM NXPWIFI_WORK_QUEUE:nxpwifi_sdio_work is flushing "
                                       "!WQ_MEM_RECLAIM events:reg_leave_invalid_nan_wk"),
         ("net/wireless/core.c", 1376, "WQ_MEM_RECLAIM NXPWIFI_WORK_QUEUE:nxpwifi_sdio_work is flushing "
-                                      "!WQ_MEM_RECLAIM events:%ps"),
+                                      "!WQ_MEM_RECLAIM events:cfg80211_mgmt_registrations_update_wk"),
     ],
 }
 

@@ -435,10 +435,16 @@ class WorkModel:
             src = self.index.source(rel)
             if src is None:
                 continue
-            for m in re.finditer(r"\b(" + "|".join(binders) + r")\s*\(", src.line_text(line)):
+            first = src.line_text(line)
+            # A binding whose arguments go on over the next lines (INIT_WORK(&x->work,\n fn)).
+            text = first if first.count("(") <= first.count(")") else \
+                src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace").replace("\n", " ")
+            for m in re.finditer(r"\b(" + "|".join(binders) + r")\s*\(", text):
+                if m.start() >= len(first):
+                    break  # a call of the next lines: their own
                 macro = m.group(1)
                 wi, fi = binders[macro]
-                args = _split(src.line_text(line)[m.end():])
+                args = _split(text[m.end():])
                 if args is None or fi >= len(args):
                     continue
                 fn = args[fi].strip().lstrip("&").strip()
