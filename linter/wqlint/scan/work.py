@@ -661,16 +661,28 @@ class WorkModel:
         def told(n) -> int:
             known = self._dist.get(n)
             return known[0] if known is not None and known[0] <= known[1] else _FAR
+        # Each definition's fewest calls to a flush: its own, or one more than a callee's (as
+        # told when that was not looked into now), shortest first, as far as radius (beyond
+        # it, a distance counts as none).
         dist = {n: 0 if flushes else _FAR for n, (_callees, flushes) in graph.items()}
-        for _ in range(radius + 1):
-            changed = False
-            for n, (callees, _flushes) in graph.items():
-                best = min((1 + (dist[c] if c in dist else told(c)) for c in callees), default=_FAR)
-                if best < dist[n]:
-                    dist[n] = best
-                    changed = True
-            if not changed:
-                break
+        callers: dict = {}
+        for n, (callees, _flushes) in graph.items():
+            for c in callees:
+                if c in dist:
+                    callers.setdefault(c, []).append(n)
+                elif 1 + told(c) < dist[n]:
+                    dist[n] = 1 + told(c)
+        at_distance: list = [[] for _ in range(radius + 1)]
+        for n, d in dist.items():
+            if d <= radius:
+                at_distance[d].append(n)
+        for d in range(radius):
+            for n in at_distance[d]:
+                if dist[n] == d:
+                    for caller in callers.get(n, ()):
+                        if d + 1 < dist[caller]:
+                            dist[caller] = d + 1
+                            at_distance[d + 1].append(caller)
         if not pending:
             # Each exactly as far as it was looked into: (distance, calls looked through).
             self._dist.update((n, (d, radius - level[n])) for n, d in dist.items())
