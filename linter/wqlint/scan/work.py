@@ -20,6 +20,7 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
+from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.index import covering
 from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
@@ -907,6 +908,10 @@ class WorkModel:
                     continue
             if site not in out:
                 out.append(site)
+        if key.kind == "var" and key.name not in api.SYSTEM_QUEUES:
+            # A variable of the flush's subsystem: a static of that name in another file is
+            # another variable (a flush reached in another subsystem names its own).
+            out = [s for s in out if s.path == near or related(s.path, near)]
         return out
 
     def _flow(self, site, key, queued, bound, fn, calls, flush, spec, target, call, scope) -> Flow:
