@@ -64,11 +64,13 @@ class TreeFiles:
             got: list[str] = []
             for dirpath, dirs, names in os.walk(base):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                got.extend(relpath(Path(dirpath, n), self.root) for n in sorted(names)
+                got.extend(_joined(relpath(Path(dirpath), self.root), n) for n in sorted(names)
                            if n.endswith((".c", ".h")))
             return got
         try:
-            return sorted(relpath(Path(e.path), self.root) for e in os.scandir(base)
+            # One relative path for the directory, not one for each file (os.path.relpath is slow).
+            prefix = relpath(base, self.root)
+            return sorted(_joined(prefix, e.name) for e in os.scandir(base)
                           if e.name.endswith((".c", ".h")) and e.is_file())
         except OSError:
             return []
@@ -684,6 +686,11 @@ def _records(out: bytes, other=lambda line: None):
         if line and not re.match(rb".*: binary file matches", line):
             raise SearchOutputError(f"output not in the form asked for: {line[:80]!r}")
         other(line)
+
+
+def _joined(reldir: str, name: str) -> str:
+    """relpath() of a file name in the directory whose relpath() is reldir."""
+    return name if reldir == "." else reldir + "/" + name
 
 
 def _clean(name: bytes) -> str:
