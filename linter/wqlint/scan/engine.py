@@ -960,10 +960,13 @@ class Engine:
         self.api_files = set(got["api_files"])  # kept with the sites: a stored scan walks none
         self.check_context = self.context(got["bits"])
         shas = got.get("call_sha", {})
-        # A flow is the work's as much as the flush's: reported when either end is scanned (a
-        # driver's scan shows its work reaching a transport's flush).
+        # A flow is the work's as much as the flush's: reported when the flush is scanned, or
+        # where the work is bound to its function or queued (a driver's scan shows its work
+        # reaching a transport's flush; a scan of the file allocating a shared reclaim queue
+        # does not show every work other files put on it).
         flows = [f if self.in_targets(f.path) else dataclasses.replace(f, elsewhere=True)
-                 for f in got.get("flows", ()) if self.in_targets(f.path) or self.in_targets(f.site.path)]
+                 for f in got.get("flows", ()) if self.in_targets(f.path) or self.in_targets(f.bound.path)
+                 or self.in_targets(f.queued.path)]
         findings = [self._with_call_sha(f, shas)
                     for f in judge(self.judged_sites + got["uses"] + flows, self.check_context)]
         errors = list(self.errors) + list(got["errors"])

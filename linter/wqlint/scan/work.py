@@ -104,7 +104,7 @@ class Flow:
     col: int = 0
     end_col: int = 0
     suppressed: frozenset[str] = frozenset()
-    # The flush is outside the paths scanned (another subsystem's), the work's queue inside:
+    # The flush is outside the paths scanned (another subsystem's), the work inside:
     # reported to the work's maintainer, with no edit of the other subsystem's queue.
     elsewhere: bool = False
 
@@ -124,6 +124,7 @@ class WorkModel:
         self._defined: dict = {}  # (name, file asking) -> _definition()
         self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._related: dict = {}  # rel -> set of the files of its subsystem
+        self._statics: dict = {}  # (rel, name) -> does rel declare a static called name
         self._by_name: Optional[dict] = None  # name of a queue's Key -> [(Site, Key)]
         self._dir_files: dict = {}  # directory -> the files of its subsystem searched
         self._dist: dict = {}  # a definition -> (calls from it to a flush by its text, calls looked through)
@@ -909,10 +910,21 @@ class WorkModel:
             if site not in out:
                 out.append(site)
         if key.kind == "var" and key.name not in api.SYSTEM_QUEUES:
-            # A variable of the flush's subsystem: a static of that name in another file is
-            # another variable (a flush reached in another subsystem names its own).
-            out = [s for s in out if s.path == near or related(s.path, near)]
+            # A variable allocated in another subsystem is the one flushed only when it is
+            # shared: a static of that name, in the allocating file or in the flushing one, is
+            # another variable (a common one: wq).
+            out = [s for s in out if s.path == near or related(s.path, near)
+                   or not (self._file_static(s.path, key.name) or self._file_static(near, key.name))]
         return out
+
+    def _file_static(self, rel: str, name: str) -> bool:
+        """Does rel declare a static variable called name (at file scope or in a function)?"""
+        got = self._statics.get((rel, name))
+        if got is None:
+            data = self.index.text(rel) or b""
+            pattern = rb"(?m)^[ \t]*static\b[^;(]*\b" + re.escape(name.encode()) + rb"\b"
+            got = self._statics[(rel, name)] = re.search(pattern, data) is not None
+        return got
 
     def _flow(self, site, key, queued, bound, fn, calls, flush, spec, target, call, scope) -> Flow:
         src = scope.src
