@@ -166,7 +166,7 @@ def test_a_path_marked_unlikely_is_not_followed(tmp_path):
     doc, _ = scan_json(tree, "--kernel-version", "7.3")
     lines = sorted((f["line"], f["message"].split(":")[-2].split()[0]) for f in doc["findings"]
                    if f["rule"] == "reclaim-flush-dependency" and f["path"] == "net/xport/xport.c")
-    assert lines == [(20, "xpa_add_fn"), (20, "xpb_event_fn"), (33, "xpa_free_fn")]
+    assert lines == [(20, "xpa_add_fn"), (20, "xpb_event_fn"), (33, "xpa_free_fn"), (69, "xpc_reset_fn")]
 
 
 def test_the_subsystem_headers_read_the_same_from_any_shape_of_search_output():
@@ -200,3 +200,19 @@ def test_a_scan_of_the_driver_alone_shows_its_work_reaching_the_other_subsystems
     assert "WQ_MEM_RECLAIM xpa:xpa_add_fn is flushing !WQ_MEM_RECLAIM xport:0x0" in got[0]["message"]
     assert got[0]["migration"].startswith("xport is allocated in another subsystem")
     assert "no-fix=foreign" in got[0]["hints"]
+
+
+def test_a_wait_for_a_system_queue_found_at_its_allocation_has_no_fix():
+    """xpc's reclaim work waits, through the transport, for a work on system_unbound_wq: the
+    queue is named as the kernel prints it (its allocation in kernel/workqueue.c), and the
+    advice is a system queue's, which no edit of an allocation can give WQ_MEM_RECLAIM."""
+    doc, _ = scan_json(MAINLINE, "--kernel-version", "7.3")
+    got = [f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency" and f["path"] == "net/xport/xport.c"
+           and f["line"] == 69]
+    assert len(got) == 1
+    assert ('"workqueue: WQ_MEM_RECLAIM xpc:xpc_reset_fn is flushing !WQ_MEM_RECLAIM events_unbound:xport_work_fn"'
+            in got[0]["message"])
+    assert [(s["path"], s["line"]) for s in got[0]["chain"]][-2:] == [("net/xport/xport.c", 62),
+                                                                     ("kernel/workqueue.c", 28)]
+    assert got[0]["migration"].startswith("system_unbound_wq is a system queue, which cannot be given WQ_MEM_RECLAIM")
+    assert "no-fix=system:system_unbound_wq" in got[0]["hints"]

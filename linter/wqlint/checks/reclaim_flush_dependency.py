@@ -59,7 +59,7 @@ def check(flow: Flow, ctx: CheckContext) -> list:
     hints |= _fix_hints(flow, ctx, tsites, holders, own)
     no_fix = next((h.split("=", 1)[1].split(":", 1)[0] for h in hints if h.startswith("no-fix=")), "")
     case = no_fix or ("per-object" if "per-object" in hints else "default")
-    shown = target.system if case == "system" else "/".join(tnames)  # what the advice names
+    shown = _system(target) if case == "system" else "/".join(tnames)  # what the advice names
     return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset(hints), case=case, queue=qname,
                          target=shown, entry=tsites[0].entry if len(tsites) == 1 else "")]
 
@@ -71,8 +71,8 @@ def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: 
     (no-fix=reason[:detail])."""
     out = {f"judged-with={flow.site.path}"}
     target = flow.target
-    if target.system:
-        return out | {f"no-fix=system:{target.system}"}
+    if _system(target):
+        return out | {f"no-fix=system:{_system(target)}"}
     if len(tsites) != 1:
         return out | {f"no-fix=sites:{len(tsites)}"}
     if flow.elsewhere:  # a flush in a subsystem the scan does not cover: its queue is not edited
@@ -92,6 +92,15 @@ def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: 
     if holder is None or holder.kind != "var":
         out.add("per-object")
     return out
+
+
+def _system(target) -> str:
+    """The system queue waited for: named as such, or found at its allocation in the
+    kernel's own code (kept in a variable of api.SYSTEM_QUEUES). Empty for any other queue."""
+    if target.system:
+        return target.system
+    return next((h.name for h in target.holders if h is not None and h.kind == "var"
+                 and h.name in api.SYSTEM_QUEUES), "")
 
 
 def _kept(holder) -> str:
