@@ -216,3 +216,18 @@ def test_a_wait_for_a_system_queue_found_at_its_allocation_has_no_fix():
                                                                      ("kernel/workqueue.c", 28)]
     assert got[0]["migration"].startswith("system_unbound_wq is a system queue, which cannot be given WQ_MEM_RECLAIM")
     assert "no-fix=system:system_unbound_wq" in got[0]["hints"]
+
+
+def test_each_work_reaching_one_flush_is_fixed_and_counted():
+    """xpa's and xpb's works both reach the transport's flush of xport: one edit at its
+    allocation fixes the two findings, and the summary counts both; xpc's wait for a system
+    queue is the one left."""
+    from helpers import run
+
+    got = run("fix", MAINLINE, "--kernel-version", "7.3", "--target", "mainline", "--rule",
+              "reclaim-flush-dependency", "--diff", "--no-cache")
+    assert got.exit_code == 0, got.stderr
+    assert [ln for ln in got.stdout.splitlines() if ln.startswith("+\t")] == [
+        '+\txport_wq = alloc_workqueue("xport", WQ_PERCPU | WQ_MEM_RECLAIM, 0);']
+    assert got.stderr.splitlines()[-1] == ("wqlint: 2 finding(s) fixed in 1 file(s) (target mainline, v7.3); "
+                                           "1 not fixed")

@@ -104,7 +104,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
     planned: dict = {}  # file to edit -> [(finding as judged now, case, why)]
     for path in sorted(by_file):
         for f, case, _why in by_file[path]:
-            now = found.get((f.rule_id, f.path, f.line, f.col))
+            now = found.get(_key(f))
             # Decided again from the finding as judged now (a saved finding's hints are a request),
             # and edited where it says.
             if now is None or edit_kinds.edit_at(now)[0] not in contents:
@@ -208,6 +208,12 @@ def _line_before(change: FileChange, line: int) -> int:
     return line
 
 
+def _key(f: Finding) -> tuple:
+    """A finding as the plan knows it: its rule and place, and the function it names (several
+    works reaching one flush are a finding each, reclaim-flush-dependency)."""
+    return f.rule_id, f.path, f.line, f.col, f.function or ""
+
+
 def _seen(f: Finding) -> tuple:
     """A finding as the check for new ones compares it: without lines, which an edit can move."""
     return f.rule_id, f.path, f.function, f.message
@@ -241,14 +247,14 @@ def _guard(result: Plan, span) -> None:
 
 def _by_real_path(root: Path, findings: list) -> list:
     """The findings, each under its file's path with no symbolic link in it (relative to the
-    tree's real path), once per rule and call."""
+    tree's real path), once per _key()."""
     real_root = os.path.realpath(root)
     out, seen = [], set()
     for f in findings:
         real = os.path.relpath(os.path.realpath(root / f.path), real_root).replace(os.sep, "/")
         if real != f.path and not real.startswith("../"):
             f = dataclasses.replace(f, path=real)
-        key = (f.rule_id, f.path, f.line, f.col)
+        key = _key(f)
         if key not in seen:
             seen.add(key)
             out.append(f)
@@ -257,7 +263,7 @@ def _by_real_path(root: Path, findings: list) -> list:
 
 def rejudge(root: Path, catalogue, version: tuple, contents: dict, jobs: int = 1, ncpus: int = 96,
             max_cpus: int = 512, kernel_tree=None, cache: bool = False) -> dict:
-    """{(rule, path, line, column): finding} of a scan of the files contents names (rel ->
+    """{_key(finding): finding} of a scan of the files contents names (rel ->
     the bytes to edit), read from those bytes; the rest of the tree as it is (cache: as
     the index, which answers as the tree does, gives it)."""
     from wqlint.checks import judge
@@ -267,7 +273,7 @@ def rejudge(root: Path, catalogue, version: tuple, contents: dict, jobs: int = 1
     engine = Engine([str(root / rel) for rel in sorted(contents)], catalogue, jobs=jobs, kernel_version=version,
                     ncpus=ncpus, max_cpus=max_cpus, kernel_tree=kernel_tree, files=Overlay(root, contents),
                     root=root, store=True if cache and kernel_tree is None else None)
-    return {(f.rule_id, f.path, f.line, f.col): f for f in engine.run(judge).findings}
+    return {_key(f): f for f in engine.run(judge).findings}
 
 
 def _file_change(rel: str, data: bytes, items: list, target: str, facts, result: Plan):
