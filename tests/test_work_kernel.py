@@ -273,6 +273,20 @@ def test_reclaim_fixes_on_6_1_and_6_12(linux_6_1, linux_6_12, tmp_path):
                        "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12.117); 2 not fixed"]
 
 
+def test_works_reaching_one_flush_are_listed_by_work(linux_7_3, tmp_path):
+    """qla2xxx's and bfad's works both reach the FC transport's two flushes: the list of what is
+    not fixed names which work each line is for."""
+    paths = [linux_7_3 / p for p in ("drivers/scsi/qla2xxx", "drivers/scsi/bfa", "drivers/scsi/scsi_transport_fc.c")]
+    changed, err = _fix(paths, tmp_path)
+    assert changed == []
+    assert err[0].startswith("not fixed [reclaim-flush-dependency] (4): " + PER_OBJECT.format("v7.3.4"))
+    assert err[1:] == ["  drivers/scsi/scsi_transport_fc.c:2852:2 from qla2x00_iocb_work_fn()",
+                       "  drivers/scsi/scsi_transport_fc.c:2852:2 from bfad_im_itnim_work_handler()",
+                       "  drivers/scsi/scsi_transport_fc.c:2897:2 from qla2x00_iocb_work_fn()",
+                       "  drivers/scsi/scsi_transport_fc.c:2897:2 from bfad_im_itnim_work_handler()",
+                       "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v7.3.4); 4 not fixed"]
+
+
 def test_reclaim_suggestions_on_7_3(linux_7_3, tmp_path):
     """The queues of 7.3's findings are made per object (a target queue of nvmet-fc, an FC host
     and a remote port of the FC transport): with --suggestions, WQ_MEM_RECLAIM after their

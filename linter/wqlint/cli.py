@@ -6,6 +6,7 @@ import re
 import sys
 import time
 
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -607,8 +608,11 @@ def _summary(result) -> None:
         groups.setdefault((nf.finding.rule_id, nf.reason), []).append(nf.finding)
     for (rule_id, reason), found in groups.items():
         _stderr(f"not fixed [{rule_id}] ({len(found)}): {reason}")
-        for f in found:
-            _stderr(f"  {f.path}:{f.line}:{f.col}")
+        places = Counter((f.path, f.line, f.col) for f in found)
+        for f in found:  # several findings at one place (works reaching one flush): by function
+            how = "from" if f.role == "flow" else "in"  # a flow's function is the work reaching the place
+            named = f" {how} {f.function}()" if places[f.path, f.line, f.col] > 1 and f.function else ""
+            _stderr(f"  {f.path}:{f.line}:{f.col}{named}")
     fixes = result.fixes()
     _stderr(f"wqlint: {len(fixes)} finding(s) fixed in {len(result.changes)} file(s) "
             f"(target {result.target}, {kversion.show(result.version)}); "
