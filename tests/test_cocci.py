@@ -41,6 +41,7 @@ MODES = {
     "internal-workqueue-flag": ("context", "org", "report"),
     "deprecated-system-workqueue": ("patch", "context", "org", "report"),
     "ordered-workqueue-sysfs": ("context", "org", "report"),
+    "flag-as-max-active": ("context", "org", "report"),
 }
 # Rules Coccinelle cannot express faithfully (semantic-patches/README.md says why).
 NOT_COVERED = ("max-active-over-limit", "flush-queue-mismatch", "reclaim-flush-dependency",

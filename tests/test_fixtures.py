@@ -161,3 +161,27 @@ def test_a_comparison_that_caps_a_local_bounds_it():
     chains = {f["line"]: [s["line"] for s in f["chain"]] for f in doc["findings"]
               if f["rule"] == "unbound-max-active-cpu-count"}
     assert chains[80] == [80, 75, 75] and chains[91] == [91, 87, 85, 85]
+
+
+def test_a_flag_passed_as_max_active_says_what_the_queue_gets():
+    """The xe GGTT queue's bug (WQ_MEM_RECLAIM as max_active): the limit the queue really gets
+    and the flag it lacks; through a wrapper, the chain from its caller's argument to the
+    enumerator."""
+    doc, _ = scan_json(FIXTURES / "rules" / "flag_max_active.c", "--kernel-version", "7.3")
+    got = {f["line"]: f for f in doc["findings"] if f["rule"] == "flag-as-max-active"}
+    assert sorted(got) == [23, 25, 27, 29]
+    assert got[23]["severity"] == "error"
+    assert got[23]["message"].endswith("(WQ_MEM_RECLAIM passed as max_active: the queue gets max_active 8, "
+                                       "and lacks WQ_MEM_RECLAIM)")
+    assert got[23]["migration"].startswith("Move WQ_MEM_RECLAIM into the flags argument of alloc_workqueue()")
+    assert got[27]["message"].endswith("(WQ_UNBOUND passed as max_active: the queue gets max_active 2, "
+                                       "and lacks WQ_UNBOUND)")
+    assert got[29]["message"].endswith("(WQ_HIGHPRI | WQ_MEM_RECLAIM passed as max_active: the queue gets "
+                                       "max_active 24, and lacks WQ_HIGHPRI | WQ_MEM_RECLAIM through ggtt_make())")
+    assert [(s["path"], s["line"], s["note"]) for s in got[29]["chain"]] == [
+        ("flag_max_active.c", 29, "calls ggtt_make()"),
+        ("flag_max_active.c", 15, "alloc_workqueue(flags 'flags', max_active 'max')"),
+        ("flag_max_active.c", 15, "'max' is parameter 3 of ggtt_make()"),
+        ("flag_max_active.c", 29, "'max' <- argument 3 'WQ_HIGHPRI | WQ_MEM_RECLAIM' of ggtt_make()"),
+        ("<wqlint>/include/linux/workqueue.h", 8, "enumerator WQ_HIGHPRI"),
+        ("<wqlint>/include/linux/workqueue.h", 7, "enumerator WQ_MEM_RECLAIM")]
