@@ -495,7 +495,7 @@ class WorkModel:
             cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
             if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED
-                                 or self._distance(callee, scope.src.rel) > depth - 2):
+                                 or self._distance(callee, scope.src.rel, depth - 2) > depth - 2):
                 continue
             step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
             if spec is not None:
@@ -628,15 +628,15 @@ class WorkModel:
         self._far_defined[name] = found
         return found or None
 
-    def _distance(self, name: str, near: str) -> int:
-        """The fewest calls (at most MAX_DEPTH - 1) from function name, as near's subsystem
-        defines it, to a flush, by a look at the text of its body and of the functions it
-        may call (by name, or through a member initialised to a function); _FAR when there
-        is none that near or it is not known yet."""
+    def _distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1) -> int:
+        """The fewest calls (at most radius) from function name, as near's subsystem defines
+        it, to a flush, by a look at the text of its body and of the functions it may call
+        (by name, or through a member initialised to a function); _FAR when there is none
+        that near or it is not known yet. Only as far as the caller asks: a callee's
+        question is as far as the calls left to it reach, not as far as a work function's."""
         at = self._definition(name, near)
         if at is None or at is _PENDING:
             return _FAR
-        radius = MAX_DEPTH - 1
         known = self._dist.get(at)
         if known is not None and (known[0] <= known[1] or known[1] >= radius):
             return known[0] if known[0] <= radius else _FAR
@@ -649,7 +649,9 @@ class WorkModel:
             known = self._dist.get(cur)
             if cur != at and known is not None and (known[0] <= known[1] or known[1] >= radius - k):
                 continue
-            got = self._callees_of(cur)
+            # At the last level only a flush of its own counts (a path through its callees
+            # is longer than radius): its callees are not worked out, nor its subsystem searched.
+            got = self._callees_of(cur) if k < radius or cur in self._callees else ((), self._body_flushes(cur))
             if got is _PENDING:
                 pending = True
                 continue
@@ -697,12 +699,10 @@ class WorkModel:
         got = self._callees.get(at)
         if got is not None:
             return got
-        rel, _line, start = at
-        data = self.index.text(rel)
-        if data is None:
+        body = self._body(at)
+        if body is None:
             return (), False
-        end = data.find(b"\n}", start)
-        body = data[start:end if end >= 0 else len(data)]
+        rel = at[0]
         heads = self._near_defs(rel)
         if heads is None:
             return _PENDING
@@ -721,9 +721,22 @@ class WorkModel:
             d = self._definition(name, rel)
             if d is not None and d is not _PENDING and d != at:
                 callees.append(d)
-        flushes = any(n in body for n in _FLUSH_NAMES) and _FLUSH_RE.search(body) is not None
-        got = self._callees[at] = (tuple(callees), flushes)
+        got = self._callees[at] = (tuple(callees), _flushes_in(body))
         return got
+
+    def _body(self, at: tuple) -> Optional[bytes]:
+        """The text of the body of the function whose definition is at, to its first '}' at
+        column 0; None when its file cannot be read."""
+        rel, _line, start = at
+        data = self.index.text(rel)
+        if data is None:
+            return None
+        end = data.find(b"\n}", start)
+        return data[start:end if end >= 0 else len(data)]
+
+    def _body_flushes(self, at: tuple) -> bool:
+        body = self._body(at)
+        return body is not None and _flushes_in(body)
 
     def _near_defs(self, rel: str) -> Optional[list]:
         """The headers of the files of rel's directory and of its parent (when that is more
@@ -1016,6 +1029,11 @@ def _called(body: bytes) -> tuple:
         if rest.endswith(b"->") or rest.endswith(b"."):
             members.add(name)
     return names, members
+
+
+def _flushes_in(body: bytes) -> bool:
+    """Does a function's text call a flush (api.FLUSH_CALLS)?"""
+    return any(n in body for n in _FLUSH_NAMES) and _FLUSH_RE.search(body) is not None
 
 
 def _unlikely(call, scope: Scope) -> bool:
