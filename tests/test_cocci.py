@@ -41,11 +41,10 @@ MODES = {
     "internal-workqueue-flag": ("context", "org", "report"),
     "deprecated-system-workqueue": ("patch", "context", "org", "report"),
     "ordered-workqueue-sysfs": ("context", "org", "report"),
-    "flag-as-max-active": ("context", "org", "report"),
 }
 # Rules Coccinelle cannot express faithfully (semantic-patches/README.md says why).
-NOT_COVERED = ("max-active-over-limit", "flush-queue-mismatch", "reclaim-flush-dependency",
-               "workqueue-name-too-long")
+NOT_COVERED = ("max-active-over-limit", "flag-as-max-active", "flush-queue-mismatch",
+               "reclaim-flush-dependency", "workqueue-name-too-long")
 RULES = sorted(MODES)
 CASES = [(rule, mode) for rule in RULES for mode in MODES[rule]]
 
