@@ -395,3 +395,21 @@ def test_golden_outputs_of_patches_that_introduce_nothing(quiet_patches, case, f
     result = review(quiet_patches[case], "--format", fmt)
     assert result.exit_code == 0, result.stderr
     _golden(f"{case}.{FORMATS[fmt]}", result.stdout, TREE)
+
+
+def test_a_flag_moved_into_max_active_is_introduced(repo, tmp_path):
+    """The shape of drm/xe's 60df57e496e4, fixed by aa39abc08e77: WQ_MEM_RECLAIM written as the
+    max_active argument. The review blames the call and says what the queue gets."""
+    repo.edit(DEMO, 'alloc_workqueue("demo_io", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);',
+              'alloc_workqueue("demo_io", WQ_UNBOUND, WQ_MEM_RECLAIM);')
+    repo.commit("demo: mark the I/O queue for memory reclaim")
+    result = review(one_patch(repo, tmp_path, "reclaim-as-max-active"))
+    assert result.exit_code == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("drivers/demo/demo.c:13:15: error: a WQ_* flag is passed as max_active: the queue does "
+                        "not get the flag, and the flag's bit value becomes its limit of work items in flight "
+                        "(WQ_MEM_RECLAIM passed as max_active: the queue gets max_active 8, and lacks "
+                        "WQ_MEM_RECLAIM) [flag-as-max-active]")
+    assert "    introduced at drivers/demo/demo.c:13" in lines
+    assert lines[-1] == ("    this patch changes max_active to WQ_MEM_RECLAIM: a flag, which the queue does not "
+                         "get; its bit value becomes the queue's limit of work items in flight")
