@@ -32,7 +32,7 @@ FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
 FIX_CASE_OPTIONAL = {"when"}  # a hint the finding must carry for the case to apply
 # The edits wqlint knows how to make (wqlint.fix.edits); "none" explains without editing.
 FIX_EDITS = ("add-percpu", "drop-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default",
-             "clamp", "replace-system-queue", "add-reclaim", "none")
+             "clamp", "replace-system-queue", "add-reclaim", "move-flag", "none")
 FIX_CASE_SAFETY = ("safe", "suggestion")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")

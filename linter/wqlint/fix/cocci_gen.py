@@ -173,6 +173,15 @@ def _rule(n: int, op: tuple, fixes: list) -> str:
         return (f"// {len(fixes)} call(s) of {callee}() {what}: add {flag}\n"
                 f"@add_flag_{n}@\nexpression A0;\n{decl}{where}@@\n"
                 f" {call.format(new=new)}\n")
+    if kind == "move-flag":
+        _, callee, i, flags, variant = op
+        decl, before, names = _before(i)
+        where = _where(n, ["A0", *names[1:], "F", "M", "after"])
+        new = {"keep": None, "zero": flags, "paren": f"(F) | {flags}", "plain": f"F | {flags}"}[variant]
+        edit = " F,\n" if new is None else f"-F\n+{new}\n ,\n"
+        return (f"// a flag written as max_active of {callee}(): moved into the flags, max_active 0\n"
+                f"@move_flag_{n}@\nexpression A0;\n{decl}expression F, M;\nexpression list after;\n{where}@@\n"
+                f" {callee}@p({before}\n{edit}-M\n+0\n ,after)\n")
     if kind == "queue":
         # Right wherever it matches: the same queue under the name that stays.
         _, callee, i, old, new = op

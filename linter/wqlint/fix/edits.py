@@ -144,10 +144,7 @@ def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
     i = finding.flags_arg
     if i < 0 or i >= len(call.args):
         raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
-    old = call.args[i]
-    call.set_arg(i, with_flag(old, call.arg_nodes[i], "WQ_PERCPU"))
-    variant = "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
-    call.ops.append(("add-flag", call.name, i, "WQ_PERCPU", variant))
+    _add_flags(call, i, "WQ_PERCPU")
 
 
 def drop_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
@@ -201,17 +198,55 @@ def add_reclaim(call: Call, finding: Finding, facts: TreeFacts) -> None:
             raise NoEdit("the flushed queue is allocated in a loop, one queue per iteration: WQ_MEM_RECLAIM "
                          "would give each a rescuer thread; decide by hand")
         node = node.parent
+    if i in call.changed and api.RESCUER_FLAG in _operands(call.args[i]):
+        return  # another finding's fix gives the same queue WQ_MEM_RECLAIM
+    _add_flags(call, i, api.RESCUER_FLAG)
+
+
+def move_flag(call: Call, finding: Finding, facts: TreeFacts) -> None:
+    """flag-as-max-active: the flags written as max_active moved into the flags (after any
+    another fix adds there) and max_active 0, the default, in one edit of the two arguments,
+    as upstream fixed drm/xe's (aa39abc08e77)."""
+    fi, mi = finding.flags_arg, finding.max_active_arg
+    if fi < 0 or mi != fi + 1 or mi >= len(call.args):
+        raise NoEdit(f"the flags and max_active are set inside {_inner(call)}, not at this call")
+    written = _operands(call.args[mi])
+    if not written or not all(o in _FLAG_NAMES for o in written):
+        raise NoEdit("max_active is not written as flags at this call: move the flag where it is set")
+    if mi in call.changed or (fi in call.changed and not any(op[0] == "add-flag" and op[2] == fi
+                                                                for op in call.ops)):
+        raise NoEdit("another fix of this call already changes these arguments")
+    old = call.args[fi]
+    missing = " | ".join(o for o in written if o not in _operands(old))
+    if missing:
+        call.args[fi] = with_flag(old, None if fi in call.changed else call.arg_nodes[fi], missing)
+        call.changed.add(fi)
+    variant = ("keep" if not missing else "zero" if old.strip() == "0"
+               else "paren" if call.args[fi].startswith("(") else "plain")
+    call.set_arg(mi, "0")
+    call.ops.append(("move-flag", call.name, fi, missing, variant))
+
+
+_FLAG_NAMES = frozenset(name for name, _bit, _since in api.FLAG_BITS)
+
+
+def _operands(text: str) -> list:
+    """The operands of flags written as a | b | c."""
+    return [layout.normalize(o) for o in layout.split_top(_unparen(text), "|")]
+
+
+def _add_flags(call: Call, i: int, flags: str) -> None:
+    """flags (one, or several joined by |) added to argument i, after what another fix of the
+    same call added there (never over another kind of change)."""
     old = call.args[i]
     if i in call.changed:
-        if api.RESCUER_FLAG in (layout.normalize(o) for o in layout.split_top(_unparen(old), "|")):
-            return  # another finding's fix gives the same queue WQ_MEM_RECLAIM
         if not any(op[0] == "add-flag" and op[2] == i for op in call.ops):
             raise NoEdit("another fix of this call already changes that argument")
-        call.args[i] = with_flag(old, None, api.RESCUER_FLAG)  # after the flag another fix added
+        call.args[i] = with_flag(old, None, flags)
     else:
-        call.set_arg(i, with_flag(old, call.arg_nodes[i], api.RESCUER_FLAG))
+        call.set_arg(i, with_flag(old, call.arg_nodes[i], flags))
     variant = "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
-    call.ops.append(("add-flag", call.name, i, api.RESCUER_FLAG, variant))
+    call.ops.append(("add-flag", call.name, i, flags, variant))
 
 
 def _reclaim_refusal(finding: Finding) -> Optional[str]:
@@ -358,7 +393,7 @@ _REFUSALS = {"add-reclaim": _reclaim_refusal}
 EDITS = {
     "expand-legacy": expand_legacy, "ordered": ordered, "global-limit": global_limit,
     "percpu-default": percpu_default, "add-percpu": add_percpu, "drop-percpu": drop_percpu,
-    "clamp": clamp, "replace-system-queue": replace_system_queue, "add-reclaim": add_reclaim,
+    "move-flag": move_flag, "clamp": clamp, "replace-system-queue": replace_system_queue, "add-reclaim": add_reclaim,
 }
 
 
