@@ -189,6 +189,21 @@ def test_the_subsystem_headers_read_the_same_from_any_shape_of_search_output():
     assert fast["d"].initialisers("remove") == [] and b"a_probe" in fast["d"] and b"probe" not in fast["d"]
     assert odd["d"].headers("a_probe") == [("d/a.c", 12, 300, True), ("d/b\n.h", 3, 20, False)]
     assert odd["d"].initialisers("flush") == [("b_flush", "d/b\n.h", 9)]
+    # Each file's name once, before its lines (--heading): the same answers, and nothing
+    # but a refusal when a file's lines are not in that form.
+    from wqlint.scan.subtext import _heading_heads
+    heading = (b"d/a.c\x0012:300:static int *a_probe(struct dev *d,\n40:900:\t.probe = &a_probe,\n"
+               b"41:930:\t.remove = NULL,\n\nd/b.h\x003:20:void a_probe (void)\n9:99:  . flush\t= b_flush\n")
+    read = {"d": Heads()}
+    assert _heading_heads(heading, read, {"d/a.c", "d/b.h"})
+    assert read["d"].headers("a_probe") == fast["d"].headers("a_probe")
+    assert read["d"].initialisers("probe") == [("a_probe", "d/a.c", 40)]
+    assert read["d"].initialisers("flush") == [("b_flush", "d/b.h", 9)]
+    assert read["d"].initialisers("remove") == [] and b"probe" not in read["d"]
+    for bad in (heading.replace(b"d/b.h", b"d/b\n\n.h"), heading.replace(b"9:99:", b"binary file 9:99:")):
+        refused = {"d": Heads()}
+        assert not _heading_heads(bad, refused, {"d/a.c", "d/b.h"})
+        assert refused["d"].headers("a_probe") == []
 
 
 def test_a_scan_of_the_driver_alone_shows_its_work_reaching_the_other_subsystems_flush():

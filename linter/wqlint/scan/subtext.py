@@ -14,6 +14,7 @@ searched in Python.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Optional
 
@@ -177,9 +178,12 @@ class SubsystemText:
         return out
 
     def _ripgrep(self, rg: str, paths: list, patterns: list, fixed: bool, heads: Optional[dict] = None,
-                 kept: Optional[set] = None, together: bool = False) -> list:
-        args = [rg, "-n", "--with-filename", "--no-heading", "--null", "--no-ignore", "--binary", "--max-depth", "1",
-                "--threads", str(self.index.jobs), "-g", "*.c", "-g", "*.h"]
+                 kept: Optional[set] = None, together: bool = False, heading: bool = True) -> list:
+        # The headers' search prints each file's name once, before its lines (--heading): a
+        # third of the output, where a subsystem has hundreds of thousands of such lines.
+        heading = heading and not fixed
+        args = [rg, "-n", "--with-filename", "--heading" if heading else "--no-heading", "--null", "--no-ignore",
+                "--binary", "--max-depth", "1", "--threads", str(self.index.jobs), "-g", "*.c", "-g", "*.h"]
         if fixed:
             args += ["-F"]
             text = "\n".join(patterns)
@@ -202,7 +206,11 @@ class SubsystemText:
             if fixed:
                 return sorted((_clean(name), num, content) for name, num, content in _fast_records(proc.stdout))
             assert heads is not None and kept is not None  # given whenever patterns are not fixed
-            _heads(proc.stdout, heads, kept, together)
+            if not heading:
+                _heads(proc.stdout, heads, kept, together)
+            elif not _heading_heads(proc.stdout, heads, kept, together):
+                # A file name with a newline, a note: again, each line with its file's name.
+                return self._ripgrep(rg, paths, patterns, fixed, heads, kept, together, heading=False)
             return []
         except SearchOutputError as exc:
             self.index._search_failed(self.index.root, f"ripgrep: {exc}")
@@ -238,11 +246,13 @@ def _heads(out: bytes, heads: dict, kept: set, together: bool = False) -> None:
     _add_heads(records, heads, kept, together)
 
 
-# A record of ripgrep's output for [HEADER, INIT]: name, line, offset, and what comes before
-# the function a header names and the function (the word before the line's first '('), or the
-# member an initialiser sets and its value.
-_HEAD_CONTENT = (rb"(?:((?:[^\n(]*[\t\x0b\x0c\r *])?)([A-Za-z_]\w*)[^\S\n]*\("
-                 rb"|[^\S\n]*\.[^\S\n]*([A-Za-z_]\w*)[^\S\n]*=[^\S\n]*&?[^\S\n]*([A-Za-z_]\w*))[^\n]*\n")
+# A record of ripgrep's output for [HEADER, INIT]: name, line, offset, and the member an
+# initialiser sets and its value, or what comes before the function a header names and the
+# function (the word before the line's first '('). The initialiser first: a line that starts
+# with a '.' is told at its first characters, where the header's words would be tried to the
+# end of the line and back.
+_HEAD_CONTENT = (rb"(?:[^\S\n]*\.[^\S\n]*([A-Za-z_]\w*)[^\S\n]*=[^\S\n]*&?[^\S\n]*([A-Za-z_]\w*)"
+                 rb"|((?:[^\n(]*[\t\x0b\x0c\r *])?)([A-Za-z_]\w*)[^\S\n]*\()[^\n]*\n")
 _HEAD_CONTENT_RE = re.compile(_HEAD_CONTENT)
 _HEAD_PARTS_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):" + _HEAD_CONTENT)
 
@@ -264,19 +274,58 @@ def _fast_heads(out: bytes):
         start = end
 
 
+# A record of ripgrep's --heading output for [HEADER, INIT]: a line of a file's (after its
+# name and a NUL, or after the line before).
+_HEADING_RE = re.compile(rb"(?<=[\0\n])([0-9]+):([0-9]+):" + _HEAD_CONTENT)
+
+
+def _heading_heads(out: bytes, heads: dict, kept: set, together: bool = False) -> bool:
+    """Add ripgrep's `--heading --byte-offset` output for [HEADER, INIT] (each file's name and
+    a NUL, its lines, a blank line) to heads as _heads() does, at C speed a file at a time;
+    False, and heads emptied, when a file's lines are not in that form (a file name with two
+    newlines, a note)."""
+    start, size = 0, len(out)
+    while start < size:
+        end = out.find(b"\n\n", start)
+        end = size if end < 0 else end + 1  # past the file's last line
+        at = out.find(b"\0", start, end)
+        records = _HEADING_RE.findall(out, at + 1, end) if at >= 0 and out[end - 1:end] == b"\n" else None
+        if records is None or len(records) != out.count(b"\n", at + 1, end):
+            for reldir in heads:
+                heads[reldir] = Heads()
+            return False
+        rel = _clean(out[start:at])
+        if rel in kept:
+            into = heads["" if together else _dir(rel)]
+            _add_file(into._named, into.number(rel), records)
+        start = end + 1
+    return True
+
+
 def _add_heads(records, heads: dict, kept: set, together: bool) -> None:
-    last = None
-    add = None
-    for name, num, offset, before, fn, member, value in records:
-        if name != last:
-            last = name
-            rel = _clean(name)
-            add = heads["" if together else _dir(rel)].add if rel in kept else None
-        if add is not None:
-            if fn:
-                add(rel, fn, b"", num, offset, b"static" in before.split())
-            elif value != b"NULL":
-                add(rel, member, value, num, offset)
+    """Add records (the file's name first) to heads, a file's run of them at a time."""
+    for name, group in itertools.groupby(records, key=lambda r: r[0]):
+        rel = _clean(name)
+        if rel in kept:
+            into = heads["" if together else _dir(rel)]
+            _add_file(into._named, into.number(rel), (r[1:] for r in group))
+
+
+def _add_file(named: dict, num: bytes, records) -> None:
+    """Heads.add() of each of a file's records (line, offset, member, value, before, fn),
+    written out here: a subsystem has hundreds of thousands."""
+    for line, offset, member, value, before, fn in records:
+        if fn:
+            key = fn
+            rec = num + line + b" " + offset + (b" s" if b"static" in before and b"static" in before.split()
+                                                else b" -")
+        elif value != b"NULL":
+            key = b"." + member
+            rec = num + line + b" " + offset + b" " + value
+        else:
+            continue
+        old = named.get(key)
+        named[key] = rec if old is None else old + b";" + rec
 
 
 # What _heads() reads of the output at a time.
@@ -299,10 +348,7 @@ class Heads:
     def add(self, rel: str, name: bytes, value: bytes, line: bytes, offset: bytes, static: bool = False) -> None:
         """A header of function name (value b''; static: the line says so), or an
         initialiser of member name to function value; line and offset in decimal digits."""
-        num = self._file.get(rel)
-        if num is None:
-            num = self._file[rel] = b"%d " % len(self.files)
-            self.files.append(rel)
+        num = self.number(rel)
         if value:
             name = b"." + name
             rec = num + line + b" " + offset + b" " + value
@@ -310,6 +356,14 @@ class Heads:
             rec = num + line + b" " + offset + (b" s" if static else b" -")
         old = self._named.get(name)
         self._named[name] = rec if old is None else old + b";" + rec
+
+    def number(self, rel: str) -> bytes:
+        """rel's number in the records, as bytes with a blank after it."""
+        num = self._file.get(rel)
+        if num is None:
+            num = self._file[rel] = b"%d " % len(self.files)
+            self.files.append(rel)
+        return num
 
     def __contains__(self, name: bytes) -> bool:
         """Does a line name function name (bytes) as a header's?"""
