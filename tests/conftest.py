@@ -1,10 +1,11 @@
 """Shared test fixtures.
 
-Tests marked ``kernel`` need a real kernel tree: Debian's linux-source-6.12, -6.1 and -7.3,
-unpacked once into $WQLINT_CACHE (default ~/.cache/wqlint) and reused. scripts/kernel-source
-finds each package's tarball (installing nothing: 6.12 and 6.1 come from scripts/setup, 7.3 is
-fetched from trixie-backports through a private apt configuration in the cache); a quick
-local run skips these tests with ``-m 'not kernel'``; CI runs them all.
+Tests marked ``kernel`` need a real kernel tree: Debian's linux-source-6.12, -6.1, -7.2 and
+-7.3, unpacked once into $WQLINT_CACHE (default ~/.cache/wqlint) and reused.
+scripts/kernel-source finds each package's tarball (installing nothing: 6.12 and 6.1 come from
+scripts/setup, 7.2 and 7.3 are fetched from sid and trixie-backports through a private apt
+configuration in the cache); a quick local run skips these tests with ``-m 'not kernel'``; CI
+runs them all.
 """
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ def linux_6_1() -> Path:
 @pytest.fixture(scope="session")
 def linux_7_3() -> Path:
     return unpacked_kernel("7.3")
+
+
+@pytest.fixture(scope="session")
+def linux_7_2() -> Path:
+    return unpacked_kernel("7.2")
 
 
 @pytest.fixture(scope="session")

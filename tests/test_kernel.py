@@ -67,6 +67,33 @@ def doc_sublevel(tree):
 
 
 @pytest.fixture(scope="module")
+def scan_7_2(linux_7_2):
+    return check_tree(linux_7_2, "linux-7.2.tsv", "v7.2." + doc_sublevel(linux_7_2))
+
+
+@pytest.mark.kernel
+def test_linux_7_2_scans_whole_with_the_sites_read_in_it(scan_7_2):
+    """v7.2, where alloc_workqueue() starts to WARN_ONCE about a queue with neither affinity flag:
+    the CPU-count sites are linux-7.2.tsv's (check_tree); the other rules that judge one call
+    find the sites read at their lines (the same code as 7.3's but where said)."""
+    assert scan_7_2["errors"] == []
+    got: dict = {}
+    for f in scan_7_2["findings"]:
+        got.setdefault(f["rule"], []).append(f"{f['path']}:{f['line']}:{f['column']}")
+    # rvu.c reads as in 7.3 (the same file): WQ_UNBOUND on one branch of an if only.
+    assert got["missing-affinity-flag"] == ["drivers/net/ethernet/marvell/octeontx2/af/rvu.c:3373:16"]
+    # zloop's nr_queues * queue_depth, 128 per queue: over WQ_MAX_ACTIVE (2048) from 17 CPUs.
+    assert got["max-active-over-limit"] == ["drivers/block/zloop.c:1261:19"]
+    # create_singlethread_workqueue("hdmi_frl_status_polling_workqueue"): 33 bytes, cut to 31
+    # (WQ_NAME_LEN 32) with a pr_warn_once; the queue is gone in 7.3.
+    assert got["workqueue-name-too-long"] == ["drivers/gpu/drm/amd/display/amdgpu_dm/amdgpu_dm.c:2327:4"]
+    assert sorted(got["internal-workqueue-flag"]) == [
+        "drivers/cpufreq/tegra194-cpufreq.c:753:21", "drivers/scsi/hosts.c:301:19", "drivers/scsi/libiscsi.c:2914:18"]
+    assert "conflicting-affinity-flags" not in got and "ordered-workqueue-sysfs" not in got
+    assert "flag-as-max-active" not in got
+
+
+@pytest.fixture(scope="module")
 def scan_7_3(linux_7_3):
     return check_tree(linux_7_3, "linux-7.3.tsv", "v7.3." + doc_sublevel(linux_7_3))
 

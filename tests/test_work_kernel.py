@@ -96,6 +96,7 @@ LABELS = {
         for line, q in ((2852, "fc_wq_%d"), (2897, "fc_dl_%d_%d"))
     ],
 }
+LABELS["7.2"] = LABELS["7.3"]  # the same lines: fc.c and scsi_transport_fc.c read the same there
 
 
 # Reached through a callee defined in another subsystem, in a file that flushes (scan.work's
@@ -114,7 +115,7 @@ LABELS = {
 #   -> device_links_unbind_consumers(), which, for a consumer still probing, calls
 #   wait_for_device_probe(): flush_work(&deferred_probe_work), queued on system_dfl_wq /
 #   system_unbound_wq ("events_unbound").
-# - 7.3 only: idpf_init_task() (init_wq, "%s-%s-init", WQ_UNBOUND | WQ_MEM_RECLAIM) ->
+# - 7.2 and 7.3: idpf_init_task() (init_wq, "%s-%s-init", WQ_UNBOUND | WQ_MEM_RECLAIM) ->
 #   register_netdev() and iavf_finish_config() (adapter->wq, "%s" of "iavf", WQ_MEM_RECLAIM) ->
 #   register_netdevice(): when a NETDEV_REGISTER notifier refuses the device,
 #   register_netdevice() unregisters it, unregister_netdevice_many_notify() ->
@@ -178,6 +179,9 @@ FAR = {
                                       "!WQ_MEM_RECLAIM events:cfg80211_mgmt_registrations_update_wk"),
     ],
 }
+# 7.2 has no nxpwifi; the other flushes are the same code a few lines up.
+FAR["7.2"] = [({"drivers/base/dd.c": ("drivers/base/dd.c", 819), "net/core/dev.c": ("net/core/dev.c", 6680)}
+               .get(path, (path, line)) + (warn,)) for path, line, warn in FAR["7.3"] if "nxpwifi" not in warn]
 
 
 def _findings(doc, rule):
@@ -200,6 +204,13 @@ def test_reclaim_flush_dependency_on_6_1(linux_6_1, tmp_path):
 def test_reclaim_flush_dependency_on_6_12(linux_6_12_scan):
     doc = json.loads(linux_6_12_scan[0])
     assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["6.12"] + FAR["6.12"])
+    assert _findings(doc, "flush-queue-mismatch") == []
+
+
+def test_reclaim_flush_dependency_on_7_2(linux_7_2, tmp_path):
+    """7.2: the paths of 7.3 but nxpwifi's, a driver 7.3 added."""
+    doc = _scan(linux_7_2, tmp_path)
+    assert _findings(doc, "reclaim-flush-dependency") == sorted(LABELS["7.2"] + FAR["7.2"])
     assert _findings(doc, "flush-queue-mismatch") == []
 
 
