@@ -122,6 +122,8 @@ class WorkModel:
         self._dir_defs: dict = {}  # directory -> _near_defs() of its files
         self._kept: dict = {}  # directory -> the files of _near_defs() that count, when not all do
         self._defined: dict = {}  # (name, file asking) -> _definition()
+        self._candidates: dict = {}  # (name, directory) -> the lines that may start its definition there
+        self._dir_defined: dict = {}  # (name, directory) -> _verified() of them
         self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._related: dict = {}  # rel -> set of the files of its subsystem
         self._statics: dict = {}  # (rel, name) -> does rel declare a static called name
@@ -557,17 +559,22 @@ class WorkModel:
         heads = self._near_defs(near)
         if heads is None:
             return _PENDING
-        kept = self._kept.get(near.rsplit("/", 1)[0] if "/" in near else "")
-        ats = [at for h in heads for at in h.definitions(name) if kept is None or at[0] in kept]
+        # near's own file first, then the subsystem's in order: the latter the same for every
+        # file of near's directory, worked out once for them.
+        here = near.rsplit("/", 1)[0] if "/" in near else ""
+        dir_key = (name, here)
+        ats = self._candidates.get(dir_key)
+        if ats is None:
+            kept = self._kept.get(here)
+            ats = self._candidates[dir_key] = tuple(
+                at for h in heads for at in h.definitions(name) if kept is None or at[0] in kept) or ()
         found: "tuple | bool" = False
-        for rel, line, offset in sorted(ats, key=lambda at: at[0] != near):
-            data = self.index.text(rel)
-            if data is None:
-                continue
-            m = _DEF_AT.match(data, offset)
-            if m is not None and m.group(1).decode() == name:
-                found = (rel, line, m.end())
-                break
+        if ats:
+            found = self._verified(name, [at for at in ats if at[0] == near])
+            if not found:
+                found = self._dir_defined.get(dir_key)
+                if found is None:
+                    found = self._dir_defined[dir_key] = self._verified(name, ats)
         if not found:
             # Not in the caller's subsystem: a function of another one that flushes.
             far = self._far_definition(name)
@@ -576,6 +583,18 @@ class WorkModel:
             found = far or False
         self._defined[key] = found
         return found or None
+
+    def _verified(self, name: str, ats) -> "tuple | bool":
+        """(rel, line, end of the header) of the first of ats, (rel, line, offset) of lines
+        that may start name's definition, that does; False when none does."""
+        for rel, line, offset in ats:
+            data = self.index.text(rel)
+            if data is None:
+                continue
+            m = _DEF_AT.match(data, offset)
+            if m is not None and m.group(1).decode() == name:
+                return (rel, line, m.end())
+        return False
 
     # -- callees of other subsystems ---------------------------------------------------------
     def _far_heads(self):
