@@ -572,9 +572,9 @@ class WorkModel:
         if ats:
             found = self._verified(name, [at for at in ats if at[0] == near])
             if not found:
-                found = self._dir_defined.get(dir_key)
-                if found is None:
-                    found = self._dir_defined[dir_key] = self._verified(name, ats)
+                if dir_key not in self._dir_defined:
+                    self._dir_defined[dir_key] = self._verified(name, ats)
+                found = self._dir_defined[dir_key]
         if not found:
             # Not in the caller's subsystem: a function of another one that flushes.
             far = self._far_definition(name)
