@@ -15,7 +15,7 @@
 //
 // Confidence: High
 // Copyright: (C) 2026 The wqlint authors.
-// Options: --no-includes --include-headers
+// Options: --no-includes
 // Requires: 1.1.1
 // Keywords: create_workqueue, create_singlethread_workqueue
 //

@@ -12,7 +12,7 @@
 //
 // Confidence: High
 // Copyright: (C) 2026 The wqlint authors.
-// Options: --no-includes --include-headers
+// Options: --no-includes
 // Requires: 1.1.1
 // Keywords: alloc_ordered_workqueue, WQ_SYSFS, __WQ_ORDERED
 //

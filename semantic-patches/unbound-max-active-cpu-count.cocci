@@ -14,7 +14,7 @@
 //
 // Confidence: High
 // Copyright: (C) 2026 The wqlint authors.
-// Options: --no-includes --include-headers
+// Options: --no-includes
 // Requires: 1.1.1
 // Keywords: alloc_workqueue, WQ_UNBOUND, max_active, num_online_cpus
 //

@@ -13,7 +13,7 @@
 //
 // Confidence: Moderate
 // Copyright: (C) 2026 The wqlint authors.
-// Options: --no-includes --include-headers
+// Options: --no-includes
 // Requires: 1.1.1
 // Keywords: alloc_workqueue, alloc_ordered_workqueue, WQ_UNBOUND
 //
