@@ -246,3 +246,35 @@ def test_each_work_reaching_one_flush_is_fixed_and_counted():
         '+\txport_wq = alloc_workqueue("xport", WQ_PERCPU | WQ_MEM_RECLAIM, 0);']
     assert got.stderr.splitlines()[-1] == ("wqlint: 2 finding(s) fixed in 1 file(s) (target mainline, v7.3); "
                                            "1 not fixed")
+
+
+def test_a_queue_named_from_a_buffer_snprintf_fills_is_shown_by_its_format(tmp_path):
+    """zfcp's shape on 6.1 and 6.12: the queue's name is a local array snprintf() fills; the
+    warning shows its format, as for any other formatted name, not the variable."""
+    (tmp_path / "zq.c").write_text(
+        "#include <linux/workqueue.h>\n"
+        "struct zq { struct workqueue_struct *wq, *aux; struct work_struct w; };\n"
+        "static void zq_fn(struct work_struct *w)\n"
+        "{\n"
+        "\tstruct zq *z = container_of(w, struct zq, w);\n"
+        "\n"
+        "\tflush_workqueue(z->aux);\n"
+        "}\n"
+        "int zq_init(struct zq *z, const char *bus)\n"
+        "{\n"
+        "\tchar name[16];\n"
+        "\n"
+        "\tsnprintf(name, sizeof(name), \"zq_q_%s\", bus);\n"
+        "\tz->wq = alloc_ordered_workqueue(name, WQ_MEM_RECLAIM);\n"
+        "\tz->aux = alloc_workqueue(\"zq_aux\", WQ_PERCPU, 0);\n"
+        "\tINIT_WORK(&z->w, zq_fn);\n"
+        "\tqueue_work(z->wq, &z->w);\n"
+        "\treturn 0;\n"
+        "}\n")
+    doc, _ = scan_json(tmp_path, "--kernel-version", "7.3", "--no-cache")
+    (f,) = _reclaim(doc).values()
+    assert f["line"] == 7
+    assert 'the kernel warns "workqueue: WQ_MEM_RECLAIM zq_q_%s:zq_fn is flushing !WQ_MEM_RECLAIM zq_aux:0x0"' \
+        in f["message"]
+    assert f["chain"][0]["note"].startswith("alloc_ordered_workqueue() allocates zq_q_%s ")
+    assert not [f for f in doc["findings"] if f["rule"] == "workqueue-name-too-long"]

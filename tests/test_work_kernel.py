@@ -104,8 +104,8 @@ LABELS["7.2"] = LABELS["7.3"]  # the same lines: fc.c and scsi_transport_fc.c re
 # - zfcp (drivers/s390/scsi): zfcp_scsi_rport_work() on the adapter's work_queue
 #   (alloc_ordered_workqueue(name / "zfcp_q_%s", WQ_MEM_RECLAIM)) -> zfcp_scsi_rport_register()
 #   -> fc_remote_port_add(): the FC transport's two flushes, as for the FC drivers above. In 6.1
-#   and 6.12 the queue's name is a local buffer ("name" in the warning below; the kernel prints
-#   zfcp_q_<bus id>).
+#   and 6.12 the queue's name is a local buffer snprintf() fills from "zfcp_q_%s" (the kernel
+#   prints zfcp_q_<bus id>).
 # - mthca: catas_reset() on catas_wq (alloc_ordered_workqueue("mthca_catas", WQ_MEM_RECLAIM))
 #   restarts the device: __mthca_restart_one() -> __mthca_remove_one() ->
 #   mthca_unregister_device() -> ib_unregister_device() -> __ib_unregister_device() ->
@@ -139,9 +139,9 @@ FAR = {
                                                   "!WQ_MEM_RECLAIM infiniband:0x0"),
         ("drivers/infiniband/core/cache.c", 1685, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
                                                   "!WQ_MEM_RECLAIM infiniband:0x0"),
-        ("drivers/scsi/scsi_transport_fc.c", 2819, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+        ("drivers/scsi/scsi_transport_fc.c", 2819, "WQ_MEM_RECLAIM zfcp_q_%s:zfcp_scsi_rport_work is flushing "
                                                    "!WQ_MEM_RECLAIM %s:0x0"),
-        ("drivers/scsi/scsi_transport_fc.c", 2862, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+        ("drivers/scsi/scsi_transport_fc.c", 2862, "WQ_MEM_RECLAIM zfcp_q_%s:zfcp_scsi_rport_work is flushing "
                                                    "!WQ_MEM_RECLAIM %s:0x0"),
     ],
     "6.12": [
@@ -151,9 +151,9 @@ FAR = {
                                                   "!WQ_MEM_RECLAIM infiniband:0x0"),
         ("drivers/infiniband/core/cache.c", 1696, "WQ_MEM_RECLAIM mthca_catas:catas_reset is flushing "
                                                   "!WQ_MEM_RECLAIM infiniband:0x0"),
-        ("drivers/scsi/scsi_transport_fc.c", 2816, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+        ("drivers/scsi/scsi_transport_fc.c", 2816, "WQ_MEM_RECLAIM zfcp_q_%s:zfcp_scsi_rport_work is flushing "
                                                    "!WQ_MEM_RECLAIM fc_wq_%d:0x0"),
-        ("drivers/scsi/scsi_transport_fc.c", 2859, "WQ_MEM_RECLAIM name:zfcp_scsi_rport_work is flushing "
+        ("drivers/scsi/scsi_transport_fc.c", 2859, "WQ_MEM_RECLAIM zfcp_q_%s:zfcp_scsi_rport_work is flushing "
                                                    "!WQ_MEM_RECLAIM fc_dl_%d:0x0"),
     ],
     "7.3": [

@@ -14,7 +14,7 @@ from wqlint import api
 from wqlint.checks.common import applies, flow_finding
 from wqlint.finding import Step
 from wqlint.scan.site import CheckContext
-from wqlint.scan.values import evaluate, strings_of
+from wqlint.scan.values import Unknown, evaluate, strings_of, walk
 from wqlint.scan.work import Flow
 
 RULE = "reclaim-flush-dependency"
@@ -113,15 +113,23 @@ def _kept(holder) -> str:
 
 def _queue_name(site) -> str:
     """The queue's name as the kernel prints it: its format, or the one string a bare "%s"
-    formats (alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "fc_rport_eq"))."""
+    formats (alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "fc_rport_eq")), or the one format
+    a name held in a variable comes from (a local buffer snprintf() fills: "zfcp_q_%s")."""
     name = site.queue.strip('"') if site.queue.startswith('"') else site.queue
     if name == "%s" and site.name is not None and site.name.args:
-        texts, complete = strings_of(site.name.args[0])
-        if complete and len(texts) == 1:
-            text = next(iter(texts))
-            if text and b"%" not in text:
-                return text.decode("utf-8", "replace")
+        text = _one_string(site.name.args[0])
+        if text and "%" not in text:
+            return text
+    elif not site.queue.startswith('"') and site.name is not None:
+        printed = [v.printed for v in walk(site.name.fmt) if isinstance(v, Unknown) and v.printed is not None]
+        return _one_string(site.name.fmt) or (_one_string(printed[0]) if len(printed) == 1 else "") or name
     return name
+
+
+def _one_string(value) -> str:
+    """The one string value can be, '' when it is not known to be one."""
+    texts, complete = strings_of(value)
+    return next(iter(texts)).decode("utf-8", "replace") if complete and len(texts) == 1 else ""
 
 
 def _alloc_step(site, name: str, note: str) -> Step:

@@ -34,9 +34,10 @@ class Locals:
                            f"local '{name}' is a counter")
         written = _array_written_by_call(name, use, scope)
         if written is not None:
-            return Unknown(step_of(scope, written, f"local array '{name}' is filled by "
-                                   f"'{short(parser.text(written), 40)}'"),
-                           f"local array '{name}' written by a call")
+            step = step_of(scope, written, f"local array '{name}' is filled by '{short(parser.text(written), 40)}'")
+            fmt = _printed_format(written, name) if self.r.naming else None
+            printed = self.r.resolve(fmt, scope, depth + 1, seen, expand_params) if fmt is not None else None
+            return Unknown(step, f"local array '{name}' written by a call", printed=printed)
         states = self.r.flow(scope, use, lambda left: left is not None and left.type == "identifier"
                              and parser.text(left) == name, lambda d: declarator_name(d) == name)
         if states is not None:
@@ -121,6 +122,21 @@ def _array_written_by_call(name: str, use, scope: Scope):
                     return cur
         stack.extend(reversed(cur.named_children))
     return None
+
+
+# The C library's calls that print into the buffer of their first argument: where the format is.
+_PRINTS = {"snprintf": 2, "scnprintf": 2, "sprintf": 1}
+
+
+def _printed_format(call, name: str):
+    """The format argument of a snprintf()-like call printing into the array name, or None."""
+    fn = call.child_by_field_name("function")
+    at = _PRINTS.get(parser.text(fn)) if fn is not None else None
+    args = call.child_by_field_name("arguments")
+    given = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
+    if at is None or len(given) <= at or parser.text(given[0]) != name:
+        return None
+    return given[at]
 
 
 def _kill(defs, use) -> list:

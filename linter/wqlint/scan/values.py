@@ -41,6 +41,10 @@ class Unknown(Value):
     # Unknown only because a name has not been looked up in the index yet: a later round,
     # after the lookup, may know it (resolve.Resolver.new_round forgets such answers).
     pending: bool = field(default=False, compare=False)
+    # A local buffer a snprintf()-like call fills: the format it prints from. Not the
+    # buffer's value (the arguments are formatted into it); what shows a queue named from it
+    # as the kernel's warnings show a format ("zfcp_q_%s").
+    printed: Optional[Value] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
