@@ -3,13 +3,16 @@ on it, the functions the items are bound to, and a bounded call graph from those
 to the flushes they make.
 
 Built on demand, as values are: only the queues asked about are followed, and a function is
-parsed only when its text shows it may reach a flush (_reaches()).
+parsed only when the text of its body and its callees' shows a flush within the calls left
+(_distance()).
 
 A place that holds a queue or a work item is a Key: a variable, or a struct member (with the
 struct's tag when the declarations tell it). Everything is looked for in the directory of the
 file asking and in its parent (when that is more than two levels deep), through one search
 per round of every directory asked about (scan.subtext): a file is read only when it names
-what is asked, or holds the definition of a function that is followed.
+what is asked, or holds the definition of a function that is followed. A callee defined in
+another subsystem is looked for among the non-static functions of the tree's files that
+flush, followed when exactly one of them defines it.
 """
 from __future__ import annotations
 
