@@ -4,15 +4,13 @@ to the flushes they make.
 
 Built on demand, as values are: only the queues asked about are followed, and a function is
 parsed only when the text of its body and its callees' shows a flush within the calls left
-(_distance()).
+(scan.calls, which finds where each callee is defined).
 
 A place that holds a queue or a work item is a Key: a variable, or a struct member (with the
 struct's tag when the declarations tell it). Everything is looked for in the directory of the
 file asking and in its parent (when that is more than two levels deep), through one search
 per round of every directory asked about (scan.subtext): a file is read only when it names
-what is asked, or holds the definition of a function that is followed. A callee defined in
-another subsystem is looked for among the non-static functions of the tree's files that
-flush, followed when exactly one of them defines it.
+what is asked, or holds the definition of a function that is followed.
 """
 from __future__ import annotations
 
@@ -23,37 +21,20 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
+from wqlint.scan.calls import MAX_DEPTH, Calls, dirs_near
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.index import covering
-from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
+from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
 from wqlint.scan.site import Site
-from wqlint.scan.source import call_at, is_c_source
+from wqlint.scan.source import call_at
 
-MAX_DEPTH = 8  # calls from the work function to the flush (the work function is depth 0)
 MAX_FUNCTIONS = 400  # functions looked at from one work function
-MAX_POINTER_TARGETS = 3  # a member called through more initialisers than this is too generic
 MAX_OCCURRENCES = 3000  # lines naming a member that are looked at for one question
 MAX_FLUSHES = 16  # flushes reached from one function
-MAX_NEAR_FILES = 600  # files of a subsystem searched for a callee's definition
-MAX_TEXT_FUNCTIONS = 4000  # definitions looked at by their text from one function
 MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the engine
-MAX_FAR_FILES = 5000  # files that flush, searched for the callees of other subsystems
-# A function's definition from its header's first line: the name before the parameters, then
-# the body's '{'.
-_DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
-_FLUSH_NAME_LIST = tuple(c.name for c in api.FLUSH_CALLS)
-_FLUSH_NAMES = tuple(n.encode() for n in covering([c.name for c in api.FLUSH_CALLS]))
-# The longest piece of text every flush's name holds: a body without it is passed over in one
-# look, not one for each name (tens of thousands of bodies are looked at).
-_FLUSH_COMMON = max((n[i:j] for n in _FLUSH_NAMES[:1] for i in range(len(n)) for j in range(i + 1, len(n) + 1)
-                     if all(n[i:j] in m for m in _FLUSH_NAMES)), key=len, default=b"")
-_FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
-_WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
-_PENDING = object()  # an answer that takes a search not made yet
-_FAR = 1 << 30  # no flush within reach
 
 _QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
 _QUEUEING_B = tuple(n.encode() for n in covering(list(_QUEUEING)))
@@ -124,33 +105,21 @@ class WorkModel:
         self.sites = sites
         self.helpers = helper_queues  # {helper: (queue, Step)}
         self.text = SubsystemText(self.index, _API_NAMES)
+        self.calls = Calls(self.index, self.text, _NOT_FOLLOWED)
         self._keys: dict = {}  # id(site) -> Key | None
         self._fn_memo: dict = {}
-        self._dir_defs: dict = {}  # directory -> _near_defs() of its files
-        self._kept: dict = {}  # directory -> the files of _near_defs() that count, when not all do
-        self._defined: dict = {}  # (name, file asking) -> _definition()
-        self._candidates: dict = {}  # (name, directory) -> the lines that may start its definition there
-        self._dir_defined: dict = {}  # (name, directory) -> _verified() of them
-        self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._related: dict = {}  # rel -> set of the files of its subsystem
         self._statics: dict = {}  # (rel, name) -> does rel declare a static called name
         self._by_name: Optional[dict] = None  # name of a queue's Key -> [(Site, Key)]
-        self._dir_files: dict = {}  # directory -> the files of its subsystem searched
-        self._dist: dict = {}  # a definition -> (calls from it to a flush by its text, calls looked through)
-        self._callees: dict = {}  # (rel, line) of a definition -> [(rel, line)] it may call
-        self._pointers: dict = {}  # (member, directory) -> _pointer_names()
         self._lines_memo: dict = {}  # (name, directory) -> _lines()
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
-        self._far = None  # _far_heads()
-        self._far_files: Optional[tuple] = None  # the files it is of
-        self._far_defined: dict = {}  # name -> _far_definition()
 
     # -- asking ------------------------------------------------------------------------------
     def flows(self, wanted) -> list:
         """The Flows of the allocation sites for which wanted(site) holds, the subsystems'
         text searched round by round (scan.subtext)."""
-        self._far_heads()  # (asked with the first round's searches)
+        self.calls.far_heads()  # (asked with the first round's searches)
         out = self._flows(wanted)
         for _ in range(MAX_TEXT_ROUNDS):
             if not self.text.fetch():
@@ -293,8 +262,8 @@ class WorkModel:
         got = self._lines_memo.get((key.name, here))
         if got is None:
             got = []
-            files = set(self._files_near(near))
-            found = [self.text.calls(reldir) for reldir in _dirs_near(near)]
+            files = set(self.calls.files_near(near))
+            found = [self.text.calls(reldir) for reldir in dirs_near(near)]
             for words in found:
                 if words is None:
                     return []
@@ -358,8 +327,8 @@ class WorkModel:
         if scope.static:
             lines = [(scope.src.rel, ln) for ln in scope.src.word_lines(name)]
         else:
-            found = [self.text.words(reldir, name) for reldir in _dirs_near(scope.src.rel)]
-            near = set(self._files_near(scope.src.rel)) | {scope.src.rel}
+            found = [self.text.words(reldir, name) for reldir in dirs_near(scope.src.rel)]
+            near = set(self.calls.files_near(scope.src.rel)) | {scope.src.rel}
             lines = []
             for occ in found:
                 if occ is None:
@@ -475,9 +444,9 @@ class WorkModel:
 
     # -- what the work function reaches ------------------------------------------------------
     def _reach(self, site, key, queued, bound, fn, near) -> list:
-        if self._distance(fn, near) >= MAX_DEPTH:
+        if self.calls.distance(fn, near) >= MAX_DEPTH:
             return []
-        start = self.function(fn, near)
+        start = self.calls.function(fn, near)
         if start is None:
             return []
         out = []
@@ -498,13 +467,13 @@ class WorkModel:
             return [r for r in memo if len(r[0]) < depth]
         misses = self._misses()
         out = []
-        for call, callee, via in self._calls_in(scope):
+        for call, callee, via in self.calls.calls_in(scope):
             if _unlikely(call, scope):
                 continue
             cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
             if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED
-                                 or self._distance(callee, scope.src.rel, depth - 2) > depth - 2):
+                                 or self.calls.distance(callee, scope.src.rel, depth - 2) > depth - 2):
                 continue
             step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
             if spec is not None:
@@ -514,7 +483,7 @@ class WorkModel:
                 if target is not None:
                     out.append(((), step, spec, target, call, scope))
                 continue
-            inner = self.function(callee, scope.src.rel)
+            inner = self.calls.function(callee, scope.src.rel)
             if inner is None or (inner.src.rel, callee) in stack or (inner.src.rel, callee) == ident:
                 continue
             for calls, flush, fspec, target, fcall, fscope in self._flushes(inner, callee, depth - 1,
@@ -532,322 +501,6 @@ class WorkModel:
                 break
         if self._misses() == misses:
             self._fn_memo[ident] = out
-        return out
-
-    def function(self, name: str, near: str) -> Optional[Scope]:
-        """The definition of function name: in near's file, else in its subsystem's files
-        (_files_near()), nearest first; None when it is defined elsewhere or nowhere."""
-        at = self._definition(name, near)
-        if at is None or at is _PENDING:
-            return None
-        key = (at, name)
-        if key in self._scopes:
-            return self._scopes[key]
-        found = None
-        src = self.index.source(at[0])
-        chunk = src.chunk_at(at[1])
-        for node in chunk.root.children:
-            if node.type == "function_definition":
-                fdecl = function_declarator(node)
-                if fdecl is not None and declarator_name(fdecl.child_by_field_name("declarator")) == name:
-                    found = scope_of(chunk, node.child_by_field_name("body"))
-                    break
-        self._scopes[key] = found
-        return found
-
-    def _definition(self, name: str, near: str):
-        """(rel, line) of the header of function name's definition in near's file, else in
-        its subsystem's files, nearest first; None when there is none there, _PENDING until
-        the subsystem's text is searched."""
-        key = (name, near)
-        got = self._defined.get(key)
-        if got is not None:
-            return got or None
-        heads = self._near_defs(near)
-        if heads is None:
-            return _PENDING
-        # near's own file first, then the subsystem's in order: the latter the same for every
-        # file of near's directory, worked out once for them.
-        here = near.rsplit("/", 1)[0] if "/" in near else ""
-        dir_key = (name, here)
-        ats = self._candidates.get(dir_key)
-        if ats is None:
-            kept = self._kept.get(here)
-            ats = self._candidates[dir_key] = tuple(
-                at for h in heads for at in h.definitions(name) if kept is None or at[0] in kept) or ()
-        found: "tuple | bool" = False
-        if ats:
-            found = self._verified(name, [at for at in ats if at[0] == near])
-            if not found:
-                if dir_key not in self._dir_defined:
-                    self._dir_defined[dir_key] = self._verified(name, ats)
-                found = self._dir_defined[dir_key]
-        if not found:
-            # Not in the caller's subsystem: a function of another one that flushes.
-            far = self._far_definition(name)
-            if far is _PENDING:
-                return _PENDING
-            found = far or False
-        self._defined[key] = found
-        return found or None
-
-    def _verified(self, name: str, ats) -> "tuple | bool":
-        """(rel, line, end of the header) of the first of ats, (rel, line, offset) of lines
-        that may start name's definition, that does; False when none does."""
-        for rel, line, offset in ats:
-            data = self.index.text(rel)
-            if data is None:
-                continue
-            m = _DEF_AT.match(data, offset)
-            if m is not None and m.group(1).decode() == name:
-                return (rel, line, m.end())
-        return False
-
-    # -- callees of other subsystems ---------------------------------------------------------
-    def _far_heads(self):
-        """The scan.subtext.Heads of the function headers of the tree's .c files that make a
-        flush (api.FLUSH_CALLS by name): where a callee that its caller's
-        subsystem does not define is looked for (a transport's, a core helper's). Only those
-        files: a function of another subsystem is followed when its own file waits for a
-        queue, so that reaching across subsystems stays a few files. None until searched."""
-        if self._far is not None:
-            return self._far
-        if self._far_files is None:  # worked out once: every body looked at asks
-            files, pending = set(), False
-            for name in _FLUSH_NAME_LIST:
-                occ = self.index.occurrences(name)
-                if occ is None:
-                    pending = True
-                    continue
-                files.update(rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<"))
-            if pending:
-                return None
-            self._far_files = tuple(sorted(files)[:MAX_FAR_FILES])
-        found = self.text.files_heads(self._far_files)
-        if found is None:
-            return None
-        self._far = found
-        return found
-
-    def _far_definition(self, name: str):
-        """(rel, line, end of the header) of the definition of name with external linkage
-        in the files of _far_heads(); None when there is none, or when several files define
-        it (which one links is the build's choice); _PENDING until searched."""
-        got = self._far_defined.get(name)
-        if got is not None:
-            return got or None
-        heads = self._far_heads()
-        if heads is None:
-            return _PENDING
-        chosen = []
-        for rel, line, offset, static in heads.headers(name):
-            data = self.index.text(rel) if not static else None
-            if data is None:
-                continue
-            if data[offset:offset + len(name)] == name.encode() and line > 1 \
-                    and re.search(rb"\bstatic\b", data[data.rfind(b"\n", 0, offset - 1) + 1:offset - 1]):
-                continue  # `static void\nname(...)`
-            m = _DEF_AT.match(data, offset)
-            if m is not None and m.group(1).decode() == name:
-                chosen.append((rel, line, m.end()))
-        found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
-        self._far_defined[name] = found
-        return found or None
-
-    def _distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1) -> int:
-        """The fewest calls (at most radius) from function name, as near's subsystem defines
-        it, to a flush, by a look at the text of its body and of the functions it may call
-        (by name, or through a member initialised to a function); _FAR when there is none
-        that near or it is not known yet. Only as far as the caller asks: a callee's
-        question is as far as the calls left to it reach, not as far as a work function's."""
-        at = self._definition(name, near)
-        if at is None or at is _PENDING:
-            return _FAR
-        known = self._dist.get(at)
-        if known is not None and (known[0] <= known[1] or known[1] >= radius):
-            return known[0] if known[0] <= radius else _FAR
-        # The definitions within radius calls (breadth first: each at its fewest calls), and
-        # what each may call; one whose distance is known as far as needed is not looked into.
-        level = {at: 0}
-        order, graph, pending = [at], {}, False
-        for cur in order:
-            k = level[cur]
-            known = self._dist.get(cur)
-            if cur != at and known is not None and (known[0] <= known[1] or known[1] >= radius - k):
-                continue
-            # At the last level only a flush of its own counts (a path through its callees
-            # is longer than radius): its callees are not worked out, nor its subsystem searched.
-            got = self._callees_of(cur) if k < radius or cur in self._callees else ((), self._body_flushes(cur))
-            if got is _PENDING:
-                pending = True
-                continue
-            graph[cur] = got
-            if k < radius and len(order) < MAX_TEXT_FUNCTIONS:
-                for c in got[0]:
-                    if c not in level:
-                        level[c] = k + 1
-                        order.append(c)
-
-        def told(n) -> int:
-            known = self._dist.get(n)
-            return known[0] if known is not None and known[0] <= known[1] else _FAR
-        # Each definition's fewest calls to a flush: its own, or one more than a callee's (as
-        # told when that was not looked into now), shortest first, as far as radius (beyond
-        # it, a distance counts as none).
-        dist = {n: 0 if flushes else _FAR for n, (_callees, flushes) in graph.items()}
-        callers: dict = {}
-        for n, (callees, _flushes) in graph.items():
-            for c in callees:
-                if c in dist:
-                    callers.setdefault(c, []).append(n)
-                elif 1 + told(c) < dist[n]:
-                    dist[n] = 1 + told(c)
-        at_distance: list = [[] for _ in range(radius + 1)]
-        for n, d in dist.items():
-            if d <= radius:
-                at_distance[d].append(n)
-        for d in range(radius):
-            for n in at_distance[d]:
-                if dist[n] == d:
-                    for caller in callers.get(n, ()):
-                        if d + 1 < dist[caller]:
-                            dist[caller] = d + 1
-                            at_distance[d + 1].append(caller)
-        if not pending:
-            # Each exactly as far as it was looked into: (distance, calls looked through).
-            self._dist.update((n, (d, radius - level[n])) for n, d in dist.items())
-        got = dist.get(at, _FAR)
-        return got if got <= radius else _FAR
-
-    def _callees_of(self, at: tuple):
-        """([definitions it may call], whether it calls a flush) of the function whose
-        definition is at, by its text; _PENDING until its subsystem's text is searched."""
-        got = self._callees.get(at)
-        if got is not None:
-            return got
-        body = self._body(at)
-        if body is None:
-            return (), False
-        rel = at[0]
-        heads = self._near_defs(rel)
-        if heads is None:
-            return _PENDING
-        # Every name called that the subsystem defines, and the members called through
-        # (their names count as called too: this only decides what is parsed).
-        called, through = _called(body)
-        far = self._far_heads()
-        if far is None:
-            return _PENDING
-        # and those another subsystem defines in a file that flushes (_far_definition()).
-        names = {n.decode() for n in called if n in far or any(n in h for h in heads)} - _NOT_FOLLOWED
-        for member in through:
-            names.update(self._pointer_names(member.decode(), rel))
-        callees = []
-        for name in sorted(names):
-            d = self._definition(name, rel)
-            if d is not None and d is not _PENDING and d != at:
-                callees.append(d)
-        got = self._callees[at] = (tuple(callees), _flushes_in(body))
-        return got
-
-    def _body(self, at: tuple) -> Optional[bytes]:
-        """The text of the body of the function whose definition is at, to its first '}' at
-        column 0; None when its file cannot be read."""
-        rel, _line, start = at
-        data = self.index.text(rel)
-        if data is None:
-            return None
-        end = data.find(b"\n}", start)
-        return data[start:end if end >= 0 else len(data)]
-
-    def _body_flushes(self, at: tuple) -> bool:
-        body = self._body(at)
-        return body is not None and _flushes_in(body)
-
-    def _near_defs(self, rel: str) -> Optional[list]:
-        """The headers of the files of rel's directory and of its parent (when that is more
-        than two levels deep), its own directory's first: [scan.subtext.Heads], of which
-        only those in the files of self._kept[rel's directory] count when it has them; None
-        until their text is searched."""
-        here = rel.rsplit("/", 1)[0] if "/" in rel else ""
-        got = self._dir_defs.get(here)
-        if got is None:
-            asked = [self.text.heads(d) for d in _dirs_near(rel)]
-            heads = [h for h in asked if h is not None]
-            if len(heads) < len(asked):
-                # A flush reached there is judged by the API's calls of the same directories:
-                # asked with the headers, not in a round of their own.
-                for d in _dirs_near(rel):
-                    self.text.calls(d)
-                return None
-            files = self._files_near(rel)
-            if sum(len(self.index.dir_files(d, recursive=False)) for d in _dirs_near(rel)) > len(files):
-                # More files than a subsystem is searched in: only the nearest count.
-                self._kept[here] = set(files)
-            got = self._dir_defs[here] = heads
-        return got
-
-    def _files_near(self, rel: str) -> list:
-        """The .c and .h files of rel's directory and of its parent (when that is more than two
-        levels deep), those of its own directory first."""
-        here = rel.rsplit("/", 1)[0] if "/" in rel else ""
-        got = self._dir_files.get(here)
-        if got is None:
-            files = []
-            for reldir in _dirs_near(rel):
-                files += self.index.dir_files(reldir, recursive=False)
-            files = sorted((r for r in files if is_c_source(r)),
-                           key=lambda r: ((r.rsplit("/", 1)[0] if "/" in r else "") != here, r))
-            got = self._dir_files[here] = files[:MAX_NEAR_FILES]
-        return got
-
-    def _calls_in(self, scope: Scope) -> list:
-        """(call node, callee name, how) of the calls in a function: by name, or through a
-        member initialised to a known function in the subsystem (`ops->fsync(...)`)."""
-        if scope.node is None:
-            return []
-        out = []
-        for _, caps in parser.matches("work_calls", scope.node):
-            call, fn = caps["call"], caps["call.fn"]
-            if fn.type == "identifier":
-                out.append((call, parser.text(fn), ""))
-            elif fn.type == "field_expression":
-                member = parser.text(fn.child_by_field_name("field"))
-                for target, step in self.pointer_targets(member, scope.src.rel):
-                    out.append((call, target, f" through .{member} ({step.path}:{step.line})"))
-        return out
-
-    def _pointer_names(self, member: str, near: str) -> tuple:
-        """The functions of pointer_targets(), without their steps (their files only looked at)."""
-        here = near.rsplit("/", 1)[0] if "/" in near else ""
-        got = self._pointers.get((member, here))
-        if got is None:
-            got = self._pointers[(member, here)] = tuple(
-                fn for fn, (rel, _line) in self._initialisers(member, near).items() if self.index.text(rel) is not None)
-        return got
-
-    def pointer_targets(self, member: str, near: str) -> list:
-        """[(function, Step)] of the initialisers `.member = function` in near's subsystem;
-        none when there are more than MAX_POINTER_TARGETS (a member too generic to follow)."""
-        steps = []
-        for fn, (rel, line) in self._initialisers(member, near).items():
-            src = self.index.source(rel)
-            if src is not None:
-                steps.append((fn, Step(rel, line, src.line_text(line).strip(), f".{member} = {fn}")))
-        return steps
-
-    def _initialisers(self, member: str, near: str) -> dict:
-        """{function: (rel, line)} of pointer_targets()."""
-        heads = self._near_defs(near)
-        if heads is None:
-            return {}
-        out: dict = {}
-        kept = self._kept.get(near.rsplit("/", 1)[0] if "/" in near else "")
-        for fn, rel, line in (f for h in heads for f in h.initialisers(member) if kept is None or f[1] in kept):
-            if fn not in out:
-                out[fn] = (rel, line)
-                if len(out) > MAX_POINTER_TARGETS:
-                    return {}
         return out
 
     # -- what a flush waits for --------------------------------------------------------------
@@ -943,7 +596,7 @@ class WorkModel:
                 if near_set is None:
                     near_set = self._related.get(near)
                     if near_set is None:
-                        near_set = self._related[near] = set(self._files_near(near)) | {near}
+                        near_set = self._related[near] = set(self.calls.files_near(near)) | {near}
                 if site.path not in near_set:
                     continue
             if site not in out:
@@ -985,12 +638,6 @@ _NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_B
 
 # The calls whose lines scan.subtext indexes by the words of their text.
 _API_NAMES = covering(list(_QUEUEING) + list(_SCHEDULING) + list(api.WORK_BINDERS))
-
-
-def _dirs_near(rel: str) -> list:
-    """rel's directory, and its parent when that is more than two levels deep."""
-    parts = rel.split("/")[:-1]
-    return ["/".join(parts)] + (["/".join(parts[:-1])] if len(parts) > 2 else [])
 
 
 def _span(chunk) -> tuple:
@@ -1035,31 +682,6 @@ def _param_node(node, scope: Scope) -> int:
     if node is None or node.type != "identifier" or scope.kind != "function":
         return -1
     return scope.param_index(parser.text(node))
-
-
-def _called(body: bytes) -> tuple:
-    """({names called}, {members called through}) of a function's text: the word before each
-    '(' (`name(`, `(name)(`), a member's when `->` or `.` comes before it. By the ends of the
-    text between parentheses, at C speed: a regex over every word took most of the look."""
-    names, members = set(), set()
-    for piece in body.split(b"(")[:-1]:
-        text = piece.rstrip()
-        if text.endswith(b")"):
-            text = text[:-1].rstrip()
-        rest = text.rstrip(_WORD_BYTES)
-        name = text[len(rest):]
-        if not name or name[:1].isdigit():
-            continue
-        names.add(name)
-        rest = rest.rstrip()
-        if rest.endswith(b"->") or rest.endswith(b"."):
-            members.add(name)
-    return names, members
-
-
-def _flushes_in(body: bytes) -> bool:
-    """Does a function's text call a flush (api.FLUSH_CALLS)?"""
-    return _FLUSH_COMMON in body and any(n in body for n in _FLUSH_NAMES) and _FLUSH_RE.search(body) is not None
 
 
 def _unlikely(call, scope: Scope) -> bool:
