@@ -244,6 +244,7 @@ FLAG_BITS = (
     ("__WQ_LEGACY", 18, (4, 8)),
     ("__WQ_DEPRECATED", 19, (7, 2)),
 )
+FLAG_NAMES = frozenset(name for name, _bit, _since in FLAG_BITS)  # every flag, by name
 # Names of the API's header made of flags, that rules read as the tree defines them too.
 FLAG_MASKS = ("__WQ_BH_ALLOWS",)  # the flags a WQ_BH queue may have
 

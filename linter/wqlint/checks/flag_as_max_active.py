@@ -17,15 +17,12 @@ from wqlint.scan.values import evaluate, steps_in
 RULE = "flag-as-max-active"
 READS = frozenset({"max_active"})
 
-_FLAGS = frozenset(name for name, _bit, _since in api.FLAG_BITS)
-
-
 def check(site: Site, ctx: CheckContext) -> list:
     if not applies(site, ctx, RULE) or site.path == ctx.api_header or site.path in ctx.api_files:
         return []
     steps = steps_in(site.max_active)
     named = [s for s in steps if s.origin is not None and s.origin.via in (Via.ENUMERATOR, Via.MACRO)
-             and s.origin.name in _FLAGS]
+             and s.origin.name in api.FLAG_NAMES]
     if not named:
         return []
     flags = sorted({s.origin.name for s in named})

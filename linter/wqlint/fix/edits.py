@@ -211,23 +211,14 @@ def move_flag(call: Call, finding: Finding, facts: TreeFacts) -> None:
     if fi < 0 or mi != fi + 1 or mi >= len(call.args):
         raise NoEdit(f"the flags and max_active are set inside {_inner(call)}, not at this call")
     written = _operands(call.args[mi])
-    if not written or not all(o in _FLAG_NAMES for o in written):
+    if not written or not all(o in api.FLAG_NAMES for o in written):
         raise NoEdit("max_active is not written as flags at this call: move the flag where it is set")
-    if mi in call.changed or (fi in call.changed and not any(op[0] == "add-flag" and op[2] == fi
-                                                                for op in call.ops)):
-        raise NoEdit("another fix of this call already changes these arguments")
-    old = call.args[fi]
-    missing = " | ".join(o for o in written if o not in _operands(old))
-    if missing:
-        call.args[fi] = with_flag(old, None if fi in call.changed else call.arg_nodes[fi], missing)
-        call.changed.add(fi)
-    variant = ("keep" if not missing else "zero" if old.strip() == "0"
-               else "paren" if call.args[fi].startswith("(") else "plain")
+    if mi in call.changed:
+        raise NoEdit("another fix of this call already changes max_active")
+    missing = " | ".join(o for o in written if o not in _operands(call.args[fi]))
+    variant = _with_flags(call, fi, missing) if missing else "keep"
     call.set_arg(mi, "0")
     call.ops.append(("move-flag", call.name, fi, missing, variant))
-
-
-_FLAG_NAMES = frozenset(name for name, _bit, _since in api.FLAG_BITS)
 
 
 def _operands(text: str) -> list:
@@ -236,8 +227,15 @@ def _operands(text: str) -> list:
 
 
 def _add_flags(call: Call, i: int, flags: str) -> None:
-    """flags (one, or several joined by |) added to argument i, after what another fix of the
-    same call added there (never over another kind of change)."""
+    """flags (one, or several joined by |) added to argument i: _with_flags(), as an add-flag."""
+    variant = _with_flags(call, i, flags)
+    call.ops.append(("add-flag", call.name, i, flags, variant))
+
+
+def _with_flags(call: Call, i: int, flags: str) -> str:
+    """flags added to argument i, after what another fix of the same call added there (never
+    over another kind of change); the form of the edit for the semantic patch: zero (the
+    argument was 0), paren or plain."""
     old = call.args[i]
     if i in call.changed:
         if not any(op[0] == "add-flag" and op[2] == i for op in call.ops):
@@ -245,8 +243,7 @@ def _add_flags(call: Call, i: int, flags: str) -> None:
         call.args[i] = with_flag(old, None, flags)
     else:
         call.set_arg(i, with_flag(old, call.arg_nodes[i], flags))
-    variant = "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
-    call.ops.append(("add-flag", call.name, i, flags, variant))
+    return "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
 
 
 def _reclaim_refusal(finding: Finding) -> Optional[str]:
