@@ -143,13 +143,14 @@ def _sample(hint):
 
 def test_every_kind_of_value_is_kept_in_the_facts():
     """The facts keep every kind of Value (each subclass of values.Value, with every field
-    its equality compares) and give it back equal, walked by values.fold(): a new kind needs
-    no line in check/facts.py."""
+    its equality compares) and give it back equal, through the index's codec: a new kind
+    needs no line in check/facts.py. The Steps' paths come back as the checker shows them."""
     import dataclasses
     import json
     import typing
 
     from wqlint.check import facts
+    from wqlint.scan.site import NameArgs, Site
     from wqlint.scan.values import Op, Value, walk
     kinds = []
     todo = list(Value.__subclasses__())
@@ -162,8 +163,14 @@ def test_every_kind_of_value_is_kept_in_the_facts():
         hints = typing.get_type_hints(cls)
         parts.append(cls(**{f.name: _sample(hints[f.name]) for f in dataclasses.fields(cls) if f.compare}))
     value = Op(None, "+", tuple(parts) + (None, parts[0]))  # a None among the args; a node met twice
-    data = json.loads(json.dumps(facts.encode_value(value, {})))
-    back = facts.decode_value(data, lambda p: p)
+    site = Site("demo_alloc", "drivers/demo/demo.c", 5, 2, 12, value, parts[0], [_sample(Step)],
+                via=["demo_alloc"], name=NameArgs(value, (parts[1],), step=_sample(Step)))
+    data = json.loads(json.dumps(facts.encode_sites([site])))
+    (shown,) = facts.decode_sites(data, "/src/drivers/demo/demo.c", lambda p: "/src/" + p)
+    assert shown.path == "/src/drivers/demo/demo.c" and shown.prefix[0].path == "/src/drivers/demo/demo.c"
+    (got,) = facts.decode_sites(data, site.path, lambda p: p)
+    assert got == site
+    back = got.flags
     assert back == value
     assert [type(v) for v in walk(back) if v is not None] == [type(v) for v in walk(value) if v is not None]
     assert {type(v) for v in walk(back)} >= set(kinds)

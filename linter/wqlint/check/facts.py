@@ -62,7 +62,7 @@ from wqlint.check import names
 # Plain strings for paths, no pathlib, hashlib or typing: this module is imported by every
 # checker process, and those imports would cost more than reading the facts.
 
-FORMAT = 6
+FORMAT = 7
 FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
 
@@ -107,173 +107,38 @@ def cache_dir(file: str, root: str) -> str:
     return os.getcwd()
 
 
-# -- values to and from JSON ------------------------------------------------------------------
-def _enc_step(step):
-    if step is None:
-        return None
-    out = [step.path, step.line, step.text, step.note]
-    if step.binds or step.origin is not None:
-        out.append(list(step.binds))
-    if step.origin is not None:
-        out.append([step.origin.via.value, step.origin.name])
-    return out
+# -- sites to and from JSON -------------------------------------------------------------------
+# One file's sites are kept as the index keeps them (wqlint.scan.store): through scan.codec,
+# directed by the types Site declares, each Step once in a table. Only the Steps' paths change
+# on the way back: the facts hold them relative to the root, a checker shows them as it names
+# the file.
+_CODEC: list = []  # the codec of list[Site], built the first time a process needs it
 
 
-def _dec_step(s, path_of):
-    from wqlint.finding import Origin, Step, Via
-    if s is None:
-        return None
-    origin = Origin(Via(s[5][0]), s[5][1]) if len(s) > 5 else None
-    return Step(path_of(s[0]), s[1], s[2], s[3], tuple(s[4]) if len(s) > 4 else (), origin)
+def _codec():
+    if not _CODEC:
+        from wqlint.finding import Step
+        from wqlint.scan import codec
+        from wqlint.scan.site import Site
+        _CODEC.append(codec.Codec(list[Site], shared=(Step,)))
+    return _CODEC[0]
 
 
-# A Value is an array: its kind (the class's name), then the fields that make it what it is
-# (those its equality compares) in the order its dataclass declares them, each as its declared
-# type says. The table is derived from the dataclasses of scan.values and the values are
-# walked by values.fold(), so a new kind of Value is kept here with no line of this module.
-_KINDS: dict = {}  # kind -> (class, [(name, encode, decode)] of its fields), as met
+def encode_sites(sites: list) -> dict:
+    """The sites of one file as JSON data."""
+    return _codec().encode(sites)
 
 
-def _kind(name: str):
-    """(class, fields) of the kind of Value name; KeyError when there is none."""
-    if name not in _KINDS:
-        from wqlint.scan.values import Value
-        todo = list(Value.__subclasses__())
-        while todo:
-            cls = todo.pop()
-            todo.extend(cls.__subclasses__())
-            if cls.__name__ == name:
-                _KINDS[name] = (cls, _fields(cls))
-    return _KINDS[name]
-
-
-def _fields(cls) -> list:
-    """[(name, encode, decode)] of the fields of a dataclass that its equality compares."""
-    import dataclasses
-    import typing
-    hints = typing.get_type_hints(cls)
-    return [(f.name, *_field(hints[f.name])) for f in dataclasses.fields(cls) if f.compare]
-
-
-def _field(hint):
-    """(encode(x, kids), decode(data, value, path_of)) of a field of the declared type hint:
-    kids yields the encodings of the Values it holds, in order (values.children()); value
-    decodes one."""
-    import dataclasses
-    import enum
-    import types
-    import typing
+def decode_sites(data, path: str, path_of) -> list:
+    """The sites encoded as data, of the file shown as path, every Step's path passed through
+    path_of; scan.codec.Invalid when data is not what encode_sites() gives."""
+    from dataclasses import replace
 
     from wqlint.finding import Step
-    from wqlint.scan.values import Value
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1
-    if optional and isinstance(args[0], type) and issubclass(args[0], Value):
-        hint = args[0]  # a None among the Values is walked as one (its encoding: None)
-    elif optional:  # None is None
-        enc, dec = _field(args[0])
-        return (lambda x, kids: None if x is None else enc(x, kids),
-                lambda d, value, path_of: None if d is None else dec(d, value, path_of))
-    if isinstance(hint, type) and issubclass(hint, Value):
-        return lambda x, kids: next(kids), lambda d, value, path_of: value(d)
-    if typing.get_origin(hint) is tuple:
-        enc, dec = _field(args[0])
-        return (lambda x, kids: [enc(e, kids) for e in x],
-                lambda d, value, path_of: tuple(dec(e, value, path_of) for e in d))
-    if hint is Step:
-        return lambda x, kids: _enc_step(x), lambda d, value, path_of: _dec_step(d, path_of)
-    if hint is bytes:
-        return lambda x, kids: x.decode("latin-1"), lambda d, value, path_of: d.encode("latin-1")
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return lambda x, kids: x.value, lambda d, value, path_of, t=hint: t(d)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a Cond: its fields in order
-        parts = _fields(hint)
-        return (lambda x, kids: _encode_fields(x, parts, kids),
-                lambda d, value, path_of, t=hint: _decode_fields(t, parts, d, value, path_of))
-    # a number, a text, or a decision's key (tuples in JSON are lists: back to tuples)
-    return lambda x, kids: x, lambda d, value, path_of: _tuple(d)
-
-
-def encode_value(value, memo: dict) -> list:
-    """value as JSON data; memo: nodes already encoded (shared by several parents or values)."""
-    from wqlint.scan.values import fold
-
-    def node(v, kids=()):
-        if v is None:  # (a bound met before any assignment, among Op.args)
-            return None
-        name = type(v).__name__
-        it = iter(kids)
-        out = [name] + _encode_fields(v, _kind(name)[1], it)
-        assert next(it, None) is None, f"{name}: values.children() is not the Values of its fields"
-        return out
-    return fold(value, node, node, memo)
-
-
-def _encode_fields(x, fields, kids) -> list:
-    return [enc(getattr(x, name), kids) for name, enc, _dec in fields]
-
-
-def _decode_fields(cls, fields, data, value, path_of):
-    """An instance of cls from data, its fields' encodings in order."""
-    if type(data) is not list or len(data) != len(fields):
-        raise ValueError(f"{cls.__name__} without its {len(fields)} fields")
-    return cls(**{name: dec(d, value, path_of) for (name, _enc, dec), d in zip(fields, data)})
-
-
-def decode_value(data, path_of):
-    """The value encoded as data, with every step's path passed through path_of."""
-    def dec(d):
-        if d is None:
-            return None
-        cls, fields = _kind(d[0])
-        return _decode_fields(cls, fields, d[1:], dec, path_of)
-    return dec(data)
-
-
-def _tuple(data):
-    """A decision key back from JSON, where its tuples became lists."""
-    return tuple(_tuple(x) for x in data) if isinstance(data, list) else data
-
-
-def encode_site(site) -> dict:
-    memo: dict = {}
-    return {"entry": site.entry, "line": site.line, "col": site.col, "end_col": site.end_col,
-            "flags": encode_value(site.flags, memo), "max_active": encode_value(site.max_active, memo),
-            "prefix": [_enc_step(s) for s in site.prefix], "via": list(site.via),
-            "suppressed": sorted(site.suppressed),
-            "parts": sorted(site.parts) if site.parts is not None else None,
-            "parts_elsewhere": sorted(site.parts_elsewhere), "function": site.function, "queue": site.queue,
-            "args": [site.flags_arg, site.max_active_arg], "name": _enc_name(site.name, memo)}
-
-
-def _enc_name(name, memo):
-    if name is None:
-        return None
-    return {"fmt": encode_value(name.fmt, memo), "args": [encode_value(a, memo) for a in name.args],
-            "rest": encode_value(name.rest, memo) if name.rest is not None else None,
-            "step": _enc_step(name.step)}
-
-
-def _dec_name(d, path_of):
-    from wqlint.scan.site import NameArgs
-    if not d:
-        return None
-    return NameArgs(decode_value(d["fmt"], path_of), tuple(decode_value(a, path_of) for a in d["args"]),
-                    decode_value(d["rest"], path_of) if d["rest"] is not None else None,
-                    _dec_step(d["step"], path_of))
-
-
-def decode_site(d: dict, path: str, path_of):
-    from wqlint.scan.site import Site
-    return Site(entry=d["entry"], path=path, line=d["line"], col=d["col"], end_col=d["end_col"],
-                flags=decode_value(d["flags"], path_of), max_active=decode_value(d["max_active"], path_of),
-                prefix=[_dec_step(s, path_of) for s in d["prefix"]], via=list(d["via"]),
-                suppressed=frozenset(d["suppressed"]),
-                parts=frozenset(d["parts"]) if d["parts"] is not None else None,
-                parts_elsewhere=frozenset(d["parts_elsewhere"]),
-                function=d.get("function", ""), queue=d.get("queue", ""),
-                flags_arg=d.get("args", (-1, -1))[0], max_active_arg=d.get("args", (-1, -1))[1],
-                name=_dec_name(d.get("name"), path_of))
+    sites = _codec().decode(data, adjust={Step: lambda step: replace(step, path=path_of(step.path))})
+    for site in sites:
+        site.path = path
+    return sites
 
 
 # -- the facts --------------------------------------------------------------------------------
@@ -299,17 +164,14 @@ class Facts:
         if not raw:
             return []
         import base64
-        import binascii
 
         from wqlint import safeio
+        from wqlint.scan import codec
         try:
             packed = safeio.parse_json(safeio.inflate(base64.b64decode(raw, validate=True), MAX_SITES_BYTES))
-            if not isinstance(packed, list):
-                raise FactsError("not a list of sites")
-            return [decode_site(d, path_of(rel), path_of) for d in packed]
-        except (safeio.InputRefused, binascii.Error, FactsError, KeyError, IndexError, TypeError, ValueError,
-                AttributeError, RecursionError) as exc:
-            problem = str(exc) if isinstance(exc, (safeio.InputRefused, FactsError)) else type(exc).__name__
+            return decode_sites(packed, path_of(rel), path_of)
+        except (safeio.InputRefused, codec.Invalid, ValueError, RecursionError) as exc:
+            problem = str(exc) if isinstance(exc, (safeio.InputRefused, codec.Invalid)) else type(exc).__name__
             raise FactsError(f"{os.path.join(self.directory, FACTS_NAME)}: the sites of {rel} are damaged "
                              f"({problem})") from None
 
@@ -409,7 +271,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     for site in sites:
         if site.path.startswith("<"):
             continue  # wqlint's own description of the API
-        by_file.setdefault(site.path, []).append(encode_site(site))
+        by_file.setdefault(site.path, []).append(site)
         wrappers.update(site.via)
         if site.entry not in ENGINE_SINKS:
             wrappers.add(site.entry)
@@ -438,7 +300,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
             "deps": deps, "dirs": dirs, "wrappers": sorted(wrappers),
             # Each file's sites as compressed JSON in a string: the cache is read by every
             # checker, and a string without escapes parses at memcpy speed.
-            "sites": {rel: _pack(v) for rel, v in sorted(by_file.items())}}
+            "sites": {rel: _pack(encode_sites(v)) for rel, v in sorted(by_file.items())}}
 
 
 def _pack(value) -> str:

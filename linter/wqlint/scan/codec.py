@@ -92,8 +92,9 @@ class Codec:
             self._tables = None
         return {"shared": shared, "value": value_json}
 
-    def decode(self, data):
-        """The value of encode()'s data, or Invalid."""
+    def decode(self, data, adjust: Optional[dict] = None):
+        """The value of encode()'s data, or Invalid. adjust: {shared class: f}, each instance
+        of the table read back as f(instance) (a Step's path as the reader names the file)."""
         try:
             if type(data) is not dict or set(data) != {"shared", "value"} or type(data["shared"]) is not dict \
                     or set(data["shared"]) != {c.__name__ for c in self.shared}:
@@ -105,6 +106,8 @@ class Codec:
                     raise Invalid(f"{c.__name__}: not a table")
                 dec = self._shared_dec[c]
                 tables[c] = [dec(r) for r in rows]
+                if adjust and c in adjust:
+                    tables[c] = [adjust[c](v) for v in tables[c]]
             self._dtables = tables
             return self._decode(data["value"])
         except RecursionError:
