@@ -11,10 +11,11 @@ MARK_RE = re.compile(r"^\s*//\s*(ruleid|ok|todoruleid):\s*(.+?)\s*$")
 
 
 def marks(root: Path):
-    """(expected, forbidden): sets of (relpath, line, rule_id)."""
+    """(expected, forbidden): sets of (relpath, line, rule_id), of the files under root or of
+    the one file root (whose relpath is its name, as a scan of it names it)."""
     expected, forbidden = set(), set()
-    for path in sorted(root.rglob("*.[ch]")):
-        rel = path.relative_to(root).as_posix()
+    for path in [root] if root.is_file() else sorted(root.rglob("*.[ch]")):
+        rel = path.relative_to(root.parent if root.is_file() else root).as_posix()
         pending = []
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             m = MARK_RE.match(line)

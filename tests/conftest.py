@@ -9,21 +9,41 @@ runs them all.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RULES = Path(__file__).resolve().parent / "rules"  # each rule's fixture: <rule-id>.c (tests/test_fixtures.py)
 CACHE = Path(os.environ.get("WQLINT_CACHE", Path.home() / ".cache" / "wqlint"))
 # The SARIF 2.1.0 schema, in the shared folder that sits beside the checkout (or beside the
 # folder of worktrees a checkout may be one of).
 SARIF_SCHEMA = next((p / "shared" / "schemas" / "sarif-schema-2.1.0.json" for p in (REPO.parent, REPO.parent.parent)
                      if (p / "shared" / "schemas" / "sarif-schema-2.1.0.json").is_file()),
                     REPO.parent / "shared" / "schemas" / "sarif-schema-2.1.0.json")
+
+
+_ALONE: dict = {}
+
+
+def rule_fixture(name: str) -> Path:
+    """tests/rules/NAME, copied once into a directory of its own: a scan of one file searches
+    its directory (the fields assigned, the functions defined), where the other rules'
+    fixtures and the fix twins would answer too. Findings name it as a scan of the original
+    does (by its name)."""
+    got = _ALONE.get(name)
+    if got is None:
+        directory = tempfile.mkdtemp(prefix="wqlint-rule-")
+        atexit.register(shutil.rmtree, directory, True)
+        got = _ALONE[name] = Path(directory) / name
+        shutil.copyfile(RULES / name, got)
+    return got
 
 
 @pytest.fixture(autouse=True)

@@ -153,7 +153,7 @@ def test_catalogue_registry_cocci_and_marks_agree():
     """A rule is its module (named after its id) plus its catalogue entry; the .cocci files and
     the fixture marks name only rules that exist."""
     from annotations import marks
-    from conftest import FIXTURES
+    from conftest import FIXTURES, RULES
     from wqlint import catalogue, checks
 
     ids = {rule.id for rule in catalogue.load().rules}
@@ -163,7 +163,7 @@ def test_catalogue_registry_cocci_and_marks_agree():
         assert module.READS and (module.READS <= {"flags", "max_active"}
                                  or module.READS in ({"queue"}, {"name"}, {"flow"}))
     assert {p.stem for p in COCCI} <= ids
-    for tree in (REPO / "examples" / "demo-tree", FIXTURES / "rules", FIXTURES / "mainline",
-                 FIXTURES / "mainline-6.12"):
+    for tree in (REPO / "examples" / "demo-tree", RULES, FIXTURES / "rules",
+                 FIXTURES / "mainline", FIXTURES / "mainline-6.12"):
         expected, forbidden = marks(tree)
         assert {rule for _, _, rule in expected | forbidden} <= ids, tree

@@ -1,11 +1,20 @@
-"""Every annotated fixture: exactly the marked findings, at exactly the marked lines."""
+"""Every annotated fixture: exactly the marked findings, at exactly the marked lines.
+
+Each rule has its fixture beside its id, tests/rules/<rule-id>.c, judged on v7.3 unless a
+`// kernel-version: X` line near its top says otherwise; where `wqlint fix --target mainline
+--rule <rule-id>` changes it, tests/rules/<rule-id>.fixed.c is the file as the fix leaves it.
+A new rule adds its fixture there, and no line here."""
 from __future__ import annotations
+
+import re
+import shutil
 
 import pytest
 
 from annotations import marks
-from conftest import FIXTURES, REPO
-from helpers import scan_json
+from conftest import FIXTURES, REPO, RULES, rule_fixture
+from helpers import run, scan_json
+from wqlint import catalogue
 
 # Each tree with the version it is judged on: a tree's own header decides what exists.
 TREES = [(REPO / "examples" / "demo-tree", "7.3"), (FIXTURES / "rules", "7.3"),
@@ -21,6 +30,48 @@ def test_findings_match_marks(tree, version):
     assert got == expected, f"missing: {sorted(expected - got)}; unexpected: {sorted(got - expected)}"
     assert not (got & forbidden)
     assert result.exit_code == 1
+
+
+def _rule_fixtures() -> list:
+    return sorted(p for p in RULES.glob("*.c") if not p.name.endswith(".fixed.c"))
+
+
+def _version(fixture) -> str:
+    found = re.search(r"(?m)^// kernel-version: (\S+)$", "\n".join(fixture.read_text().splitlines()[:5]))
+    return found.group(1) if found else "7.3"
+
+
+def test_every_rule_has_its_fixture():
+    ids = set(catalogue.load(REPO / "rules.yaml").ids())
+    have = {p.name[:-len(".c")] for p in _rule_fixtures()}
+    assert not ids - have, f"rules without tests/rules/<rule-id>.c: {sorted(ids - have)}"
+    assert not have - ids, f"fixtures of no rule: {sorted(have - ids)}"
+    twins = {p.name[:-len(".fixed.c")] for p in RULES.glob("*.fixed.c")}
+    assert twins <= have, f"fix twins without their fixture: {sorted(twins - have)}"
+
+
+@pytest.mark.parametrize("fixture", _rule_fixtures(), ids=lambda p: p.name[:-len(".c")])
+def test_rule_fixture(fixture, tmp_path):
+    """The fixture's findings are its marks, its own rule among them; the fix of its rule
+    leaves it as its .fixed.c twin says, or unchanged where it has none."""
+    rule, version = fixture.name[:-len(".c")], _version(fixture)
+    doc, result = scan_json(rule_fixture(fixture.name), "--kernel-version", version)
+    expected, forbidden = marks(fixture)
+    got = {(f["path"], f["line"], f["rule"]) for f in doc["findings"]}
+    assert rule in {r for _, _, r in expected}, f"no `// ruleid: {rule}` mark"
+    assert got == expected, f"missing: {sorted(expected - got)}; unexpected: {sorted(got - expected)}"
+    assert not (got & forbidden)
+    assert result.exit_code == 1
+    copy = tmp_path / fixture.name
+    shutil.copyfile(fixture, copy)
+    fixed = run("fix", copy, "--target", "mainline", "--rule", rule, "--suggestions", "--apply",
+                "--kernel-version", version, "--oldest-kernel", version, "--no-cache")
+    assert fixed.exit_code == 0, fixed.stderr
+    twin = fixture.with_name(f"{rule}.fixed.c")
+    if twin.exists():
+        assert copy.read_text() == twin.read_text()
+    else:
+        assert copy.read_text() == fixture.read_text(), f"the fix changes the fixture: add {twin.name}"
 
 
 def test_wrapper_chain_goes_from_call_to_cpu_count():
@@ -110,7 +161,7 @@ def test_each_read_of_a_field_is_its_own_step():
 
 
 def _over_limit(version):
-    doc, _ = scan_json(FIXTURES / "rules" / "over_limit.c", "--kernel-version", version)
+    doc, _ = scan_json(rule_fixture("max-active-over-limit.c"), "--kernel-version", version)
     return {f["line"]: f for f in doc["findings"] if f["rule"] == "max-active-over-limit"}
 
 
@@ -152,7 +203,7 @@ def test_over_limit_follows_the_limit_of_the_version():
 def test_a_comparison_that_caps_a_local_bounds_it():
     """'if (m > 1024) m = 1024;': on the other arm m was at most 1024 already; the same after
     'if (k > 1024) return', not after an if that only warns."""
-    doc, _ = scan_json(FIXTURES / "rules" / "over_limit.c", "--kernel-version", "7.3")
+    doc, _ = scan_json(rule_fixture("max-active-over-limit.c"), "--kernel-version", "7.3")
     f = next(f for f in doc["findings"] if f["line"] == 70)
     assert f["rule"] == "unbound-max-active-cpu-count"
     assert "with 96 CPUs up to 1024 in-flight items" in f["message"]
@@ -167,7 +218,7 @@ def test_a_flag_passed_as_max_active_says_what_the_queue_gets():
     """The xe GGTT queue's bug (WQ_MEM_RECLAIM as max_active): the limit the queue really gets
     and the flag it lacks; through a wrapper, the chain from its caller's argument to the
     enumerator."""
-    doc, _ = scan_json(FIXTURES / "rules" / "flag_max_active.c", "--kernel-version", "7.3")
+    doc, _ = scan_json(rule_fixture("flag-as-max-active.c"), "--kernel-version", "7.3")
     got = {f["line"]: f for f in doc["findings"] if f["rule"] == "flag-as-max-active"}
     assert sorted(got) == [23, 25, 27, 29]
     assert got[23]["severity"] == "error"
@@ -179,9 +230,9 @@ def test_a_flag_passed_as_max_active_says_what_the_queue_gets():
     assert got[29]["message"].endswith("(WQ_HIGHPRI | WQ_MEM_RECLAIM passed as max_active: the queue gets "
                                        "max_active 24, and lacks WQ_HIGHPRI | WQ_MEM_RECLAIM through ggtt_make())")
     assert [(s["path"], s["line"], s["note"]) for s in got[29]["chain"]] == [
-        ("flag_max_active.c", 29, "calls ggtt_make()"),
-        ("flag_max_active.c", 15, "alloc_workqueue(flags 'flags', max_active 'max')"),
-        ("flag_max_active.c", 15, "'max' is parameter 3 of ggtt_make()"),
-        ("flag_max_active.c", 29, "'max' <- argument 3 'WQ_HIGHPRI | WQ_MEM_RECLAIM' of ggtt_make()"),
+        ("flag-as-max-active.c", 29, "calls ggtt_make()"),
+        ("flag-as-max-active.c", 15, "alloc_workqueue(flags 'flags', max_active 'max')"),
+        ("flag-as-max-active.c", 15, "'max' is parameter 3 of ggtt_make()"),
+        ("flag-as-max-active.c", 29, "'max' <- argument 3 'WQ_HIGHPRI | WQ_MEM_RECLAIM' of ggtt_make()"),
         ("<wqlint>/include/linux/workqueue.h", 8, "enumerator WQ_HIGHPRI"),
         ("<wqlint>/include/linux/workqueue.h", 7, "enumerator WQ_MEM_RECLAIM")]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import rule_fixture
 from helpers import scan_json
 from wqlint import api
 
 RULE = "workqueue-name-too-long"
-NAMES = FIXTURES / "rules" / "names.c"
+NAMES = rule_fixture("workqueue-name-too-long.c")
 
 
 def findings(*args):
@@ -74,16 +74,17 @@ def test_chain_through_macro_local_and_const_array(on_7_3):
 def test_chain_through_the_ordered_macro_and_a_wrapper_of_the_name(on_7_3):
     got = on_7_3
     assert [(s["path"], s["line"], s["note"]) for s in got[45]["chain"]] == [
-        ("names.c", 45, "calls alloc_ordered_workqueue()"),
+        ("workqueue-name-too-long.c", 45, "calls alloc_ordered_workqueue()"),
         ("<wqlint>/include/linux/workqueue.h", 41,
          "alloc_workqueue(flags 'WQ_UNBOUND | __WQ_ORDERED | (flags)', max_active '1')"),
         ("<wqlint>/include/linux/workqueue.h", 41, "alloc_workqueue() name 'fmt'"),
         ("<wqlint>/include/linux/workqueue.h", 41, "'fmt' is parameter 1 of alloc_ordered_workqueue()"),
-        ("names.c", 45, "'fmt' <- argument 1 '\"%s_reset_handler_queue\"' of alloc_ordered_workqueue()"),
+        ("workqueue-name-too-long.c", 45,
+         "'fmt' <- argument 1 '\"%s_reset_handler_queue\"' of alloc_ordered_workqueue()"),
         ("<wqlint>/include/linux/workqueue.h", 41,
          "the name's arguments are those of alloc_ordered_workqueue() from argument 3"),
-        ("names.c", 45, "'args[0]' <- argument 3 'NM_DRV' of alloc_ordered_workqueue()"),
-        ("names.c", 8, "macro NM_DRV = '\"nm_controller\"'"),
+        ("workqueue-name-too-long.c", 45, "'args[0]' <- argument 3 'NM_DRV' of alloc_ordered_workqueue()"),
+        ("workqueue-name-too-long.c", 8, "macro NM_DRV = '\"nm_controller\"'"),
     ]
     assert "named 'nm_controller_reset_handler_que' through alloc_ordered_workqueue()" in got[45]["message"]
     # nm_make() forwards only the name: the finding is at its caller, the other rules stay inside.

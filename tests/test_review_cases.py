@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, rule_fixture
 from helpers import run
 from patchrepo import Repo
 
@@ -346,7 +346,7 @@ def test_hand_written_wq_legacy_is_not_called_create_workqueue(cfg_repo):
 # -- the rules' fixture, judged on both sides of v7.1 ---------------------------------------------
 def test_ordered_sysfs_and_internal_flag_marks():
     from annotations import marks
-    fixture = FIXTURES / "rules-6.12"
+    fixture = rule_fixture("ordered-workqueue-sysfs.c")
     mine = ("ordered-workqueue-sysfs", "internal-workqueue-flag", "legacy-create-workqueue")
     expected, forbidden = marks(fixture)
     for version in ("6.12", "7.3"):

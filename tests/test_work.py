@@ -2,10 +2,10 @@
 allocation to the flush and the flushed queue's allocation."""
 from __future__ import annotations
 
-from conftest import FIXTURES
+from conftest import FIXTURES, rule_fixture
 from helpers import scan_json
 
-RECLAIM = FIXTURES / "rules" / "reclaim.c"
+RECLAIM = rule_fixture("reclaim-flush-dependency.c")
 
 
 def _reclaim(doc) -> dict:
@@ -35,7 +35,7 @@ def test_a_call_through_an_initialised_member_and_a_flushed_work_item():
     doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
     f = _reclaim(doc)[56]
     assert [(s["line"], s["note"]) for s in f["chain"]][3:] == [
-        (68, "rc_sync_fn() calls rc_do_sync() through .sync (reclaim.c:61)"),
+        (68, "rc_sync_fn() calls rc_do_sync() through .sync (reclaim-flush-dependency.c:61)"),
         (56, "rc_do_sync() calls flush_work()"),
         (123, "queue_work() puts &rc->aux_work on rc->aux"),
         (109, "alloc_workqueue() allocates rc-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, "
