@@ -176,3 +176,24 @@ def test_every_kind_of_value_is_kept_in_the_facts():
     assert {type(v) for v in walk(back)} >= set(kinds)
     origins = [v.step.origin for v in walk(back) if v is not None and v.step is not None]
     assert origins and all(o == Origin(Via.MACRO, "X") for o in origins)
+
+
+# Exceptions that never leave the code that raises them: a search's or a parse's way out, the
+# reason a fix is not made (reported as "not fixed"), not an error a command stops on.
+SIGNALS = {"GiveUp", "NoEdit", "_Found", "_NotOneLine", "_TooMuch", "_Unknown"}
+
+
+def test_every_error_derives_from_the_one_base():
+    """An error a command can stop on derives from wqlint.errors.WqlintError, which says its
+    exit status; wqlint.errors itself imports nothing of wqlint."""
+    direct = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef) or node.name in SIGNALS | {"WqlintError"}:
+                continue
+            bases = {b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else ""
+                     for b in node.bases}
+            if bases & {"Exception", "RuntimeError", "ValueError"} and "WqlintError" not in bases:
+                direct.append(f"{path.relative_to(PACKAGE)}: {node.name}")
+    assert not direct
+    assert not {m for m in _imported(PACKAGE / "errors.py") if m.startswith("wqlint")}

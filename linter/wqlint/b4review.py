@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import re
 
+from wqlint import errors
 from wqlint.review import ReviewError, git_series
 
 MAX_TRACKING_BYTES = 16 * 1024 * 1024
 BRANCH_PREFIX = "b4/review/"  # b4.review._review.REVIEW_BRANCH_PREFIX
 
 
-class NotTracked(Exception):
+class NotTracked(errors.WqlintError, status=errors.CLEAN):
     """No tracking data: the cover letter alone does not say which patches to review."""
 
 

@@ -13,6 +13,7 @@ from typing import Optional
 
 import yaml
 
+from wqlint import errors
 from wqlint.project_files import locate
 
 SEVERITIES = ("error", "warning", "note")
@@ -38,7 +39,7 @@ _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
 
 
-class CatalogueError(Exception):
+class CatalogueError(errors.WqlintError, status=errors.USAGE):
     """A problem in rules.yaml; str() is 'path:line: problem'."""
 
 

@@ -8,6 +8,7 @@ import time
 
 from collections import Counter
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -19,8 +20,7 @@ def _load_catalogue(path):
     try:
         return catalogue_mod.load(path)
     except catalogue_mod.CatalogueError as exc:
-        _stderr(f"Error: {exc}")
-        sys.exit(2)
+        _fail(exc)
 
 
 def _version(ctx, param, value):
@@ -100,6 +100,13 @@ def _stderr(line: str) -> None:
     finding.printable()."""
     from wqlint.finding import printable
     click.echo(printable(line), err=True)
+
+
+def _fail(exc) -> NoReturn:
+    """An error the command stops on (a wqlint.errors.WqlintError): its one line, and the exit
+    status it means."""
+    _stderr(f"Error: {exc}")
+    sys.exit(exc.status)
 
 
 def _emit(text, output, result, fmt="text"):
@@ -222,8 +229,7 @@ def _config(root, cat, min_severity=None, max_findings=None):
     try:
         return config.load(root, cat.ids()).override(min_severity, max_findings)
     except config.ConfigError as exc:
-        _stderr(f"Error: {exc}")
-        sys.exit(2)
+        _fail(exc)
 
 
 def _path_error(exc):
@@ -238,7 +244,7 @@ def _root_of(paths):
     try:
         return find_root(list(paths))
     except UsageError as exc:
-        _path_error(exc)
+        _fail(exc)
 
 
 def _coccinelle(paths, cat, jobs, kernel_version, kernel=None):
@@ -402,7 +408,7 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
                     series, reader, tree = b4review.tracked_series(tree or ".", os.environ.get("B4_TRACKING_FILE"))
                 except b4review.NotTracked as exc:
                     click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
-                    sys.exit(0)
+                    sys.exit(exc.status)
         if not series:
             _stderr(f"wqlint: no commits in {git_range}")
             sys.exit(0)
@@ -415,10 +421,9 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
         if fmt == "b4-review":  # b4 shows stdout, whatever the exit status
             from wqlint.formatters.review import b4_review
             click.echo(b4_review.result("fail", _printable(str(exc))), nl=False)
-        _stderr(f"Error: {exc}")
-        sys.exit(3)
+        _fail(exc)
     except UsageError as exc:
-        _path_error(exc)
+        _fail(exc)
     result.select(_config(result.root if result.tree else "", cat, min_severity, max_findings))
     if fmt in QUIET_FORMATS:
         result.notes = []
@@ -484,7 +489,7 @@ def series_cmd(mbox):
         found = inbox.series_of(mail.read_input(mbox), name)
     except mail.MailError as exc:
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(3)
+        sys.exit(exc.status)
     for s in found:
         click.echo(_printable("\t".join([s.root, f"v{s.version}", s.base or "-", f"{s.patches}/{s.expected}",
                                         " ".join(s.subject.split())])))
@@ -537,7 +542,7 @@ def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, ke
                        ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel, cache=cache,
                        suppressed=suppressed)
     except UsageError as exc:
-        _path_error(exc)
+        _fail(exc)
 
 
 def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None, kernel=None, cache=True):
@@ -553,8 +558,7 @@ def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json
     try:
         return saved.load(findings_json, _root_of(paths), paths, cat.ids(), kernel_version)
     except saved.SavedError as exc:
-        _stderr(f"Error: {exc}")
-        sys.exit(3)
+        _fail(exc)
 
 
 def _fix_options(command):
@@ -594,8 +598,7 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
                                engine=dict(jobs=jobs or os.cpu_count() or 1, ncpus=cpus, max_cpus=max_cpus,
                                            kernel_tree=_kernel_for(kernel_tree, paths), cache=cache))
     except plan_mod.FixError as exc:
-        _stderr(f"Error: {exc}")
-        sys.exit(3)
+        _fail(exc)
     for note in report.notes + result.notes:
         _stderr(f"wqlint: {note}")
     return cat, report, result
@@ -652,8 +655,7 @@ def fix(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree, 
         try:
             written = apply_mod.apply(result.root, result.changes, force=force)
         except apply_mod.ApplyError as exc:
-            _stderr(f"Error: {exc}")
-            sys.exit(1)
+            _fail(exc)
         for rel in written:
             _stderr(f"wqlint: fixed {rel}")
     _summary(result)
@@ -717,8 +719,7 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
         patches = series_mod.write_series(root, result.changes, cat, result.version, target, out,
                                           author=author, date=date)
     except series_mod.SeriesError as exc:
-        _stderr(f"Error: {exc}")
-        sys.exit(3)
+        _fail(exc)
     fixes = result.fixes()
     subject = "workqueue: " + ("the fixes of wqlint bulk" if not fixes else
                                f"{len(fixes)} fix(es) for {target}")
@@ -742,8 +743,7 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
                                  result.version, cpus, max_cpus, cache=False)
             outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)
         except verify_mod.VerifyError as exc:
-            _stderr(f"Error: {exc}")
-            sys.exit(3)
+            _fail(exc)
         for line in outcome.lines():
             _stderr(line)
         if not outcome.ok():

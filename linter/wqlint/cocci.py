@@ -25,7 +25,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from wqlint import api, safeio, tools
+from wqlint import api, errors, safeio, tools
 from wqlint.finding import Finding, InputError, Step, numbered
 from wqlint.project_files import locate
 
@@ -47,7 +47,7 @@ _OPTIONS_RE = re.compile(r"^//\s*Options:(.*)$", re.M)
 HEADER_LIMIT = 4 << 20  # bytes of include/linux/workqueue.h read for requires-symbol
 
 
-class SpatchNotFound(RuntimeError):
+class SpatchNotFound(errors.WqlintError, RuntimeError, status=errors.USAGE):
     """spatch (Coccinelle) is not installed or not on PATH."""
 
     def __init__(self, name: str = "spatch"):

@@ -17,12 +17,14 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from wqlint import errors
+
 NAME = ".wqlint.yaml"
 MAX_BYTES = 64 * 1024
 SEVERITIES = ("note", "warning", "error")  # in increasing order
 
 
-class ConfigError(Exception):
+class ConfigError(errors.WqlintError, status=errors.USAGE):
     """The configuration cannot be used; str() is one line naming the file."""
 
 

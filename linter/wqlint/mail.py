@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from email.parser import BytesParser
 from typing import Optional
 
+from wqlint import errors
+
 POLICY = email.policy.default
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 MAX_PATCHES = 1000
@@ -45,7 +47,7 @@ _COVER = re.compile(r"\[[^]]*\b0+/\d+\]")
 _REFUSED_MODES = {"120000": "a symbolic link", "160000": "a submodule"}
 
 
-class MailError(Exception):
+class MailError(errors.WqlintError):
     """Input that cannot be used; str() names the input (and message, file, hunk)."""
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import kversion
+from wqlint import errors, kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
@@ -40,7 +40,7 @@ from wqlint.scan.values import Op, cpu_path, evaluate, show
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
 
 
-class ReviewError(Exception):
+class ReviewError(errors.WqlintError):
     """The series cannot be reviewed (a hunk does not apply, a file cannot be read): exit 3."""
 
 

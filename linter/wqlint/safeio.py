@@ -20,6 +20,8 @@ import errno
 import os
 import stat
 
+from wqlint import errors
+
 # No pathlib, tempfile or typing at import: `wqlint check` reads its facts cache through this
 # module in every compiler process.
 
@@ -29,11 +31,11 @@ import stat
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 
-class InputRefused(Exception):
+class InputRefused(errors.WqlintError):
     """Input that is not read; str() is the one-line problem (without the path)."""
 
 
-class OutputRefused(Exception):
+class OutputRefused(errors.WqlintError):
     """Output that is not written; str() is the one-line problem (without the path)."""
 
 

@@ -29,6 +29,8 @@ import os
 import signal
 import subprocess
 
+from wqlint import errors
+
 # Settings given to every git at command scope (GIT_CONFIG_COUNT/KEY/VALUE: the same as
 # `git -c`, passed on to the git processes other programs start).
 GIT_SETTINGS = (
@@ -48,7 +50,7 @@ GIT_SETTINGS = (
 _KEPT = ("PATH", "TMPDIR")
 
 
-class ToolError(Exception):
+class ToolError(errors.WqlintError):
     """A program that could not be run or gave no answer in time; str() is one line."""
 
 

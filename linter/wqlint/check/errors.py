@@ -1,5 +1,6 @@
 """The one error of `wqlint check`: printed as one line, and the checker exits non-zero."""
+from wqlint import errors
 
 
-class CheckError(Exception):
+class CheckError(errors.WqlintError):
     pass

@@ -55,7 +55,7 @@ import re
 import time
 import zlib
 
-from wqlint import __version__
+from wqlint import __version__, errors
 from wqlint.code_id import code_id
 from wqlint.check import names
 
@@ -67,7 +67,7 @@ FACTS_NAME = ".wqlint-facts.json"
 LOCK_NAME = ".wqlint-facts.lock"
 
 
-class FactsError(Exception):
+class FactsError(errors.WqlintError):
     pass
 
 

@@ -7,11 +7,11 @@ import os
 import re
 from pathlib import Path
 
-from wqlint import safeio, tools
+from wqlint import errors, safeio, tools
 from wqlint.scan.source import MAX_FILE_BYTES
 
 
-class ApplyError(Exception):
+class ApplyError(errors.WqlintError, status=errors.FINDINGS):
     """Nothing was written; str() is one line naming the file and the problem."""
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from wqlint import errors
+
 MAINTAINERS = "MAINTAINERS"
 GET_MAINTAINER = "scripts/get_maintainer.pl"
 # What get_maintainer.pl and checkpatch.pl call the top of a kernel tree (top_of_kernel_tree).
@@ -41,7 +43,7 @@ WHY_MAINTAINERS = "the series is split by its sections"
 WHY_GET_MAINTAINER = "it gives the Cc list of each patch"
 
 
-class SeriesError(Exception):
+class SeriesError(errors.WqlintError):
     """A patch series cannot be written; str() is one line."""
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, catalogue as catalogue_mod, kversion, safeio
+from wqlint import api, catalogue as catalogue_mod, errors, kversion, safeio
 from wqlint.finding import Finding, Report
 from wqlint.fix import compat, edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
@@ -30,7 +30,7 @@ NOT_FOUND_AGAIN = "not found again in the file as it is now (judged afresh from 
 API_HEADER = "include/linux/workqueue.h"
 
 
-class FixError(Exception):
+class FixError(errors.WqlintError):
     """Input the fixer cannot use; str() is one line naming the file and the problem."""
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wqlint import kversion, safeio
+from wqlint import errors, kversion, safeio
 from wqlint.finding import Finding, Report
 from wqlint.scan.source import SourceError, SourceFile, call_digest, read_source
 
 
-class SavedError(Exception):
+class SavedError(errors.WqlintError):
     """str() is one line naming the file and the problem."""
 
 

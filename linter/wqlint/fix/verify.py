@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import safeio
+from wqlint import errors, safeio
 from wqlint.mail import MAX_INPUT_BYTES
 
 TIMEOUT = 3 * 3600
 MAX_KBUILD_BYTES = 4 * 1024 * 1024  # the largest Kconfig or Makefile of a kernel is ~250 KiB
 
 
-class VerifyError(Exception):
+class VerifyError(errors.WqlintError):
     """str() is one line: what failed, where."""
 
 

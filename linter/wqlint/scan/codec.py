@@ -26,12 +26,14 @@ import types
 import typing
 from typing import Callable, Optional
 
+from wqlint import errors
 
-class Invalid(Exception):
+
+class Invalid(errors.WqlintError):
     """Stored data that is not what its type declares."""
 
 
-class Unstorable(Exception):
+class Unstorable(errors.WqlintError):
     """A value that does not have the type declared for it."""
 
 

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from wqlint import api, kversion, safeio
+from wqlint import api, errors, kversion, safeio
 from wqlint.finding import InputError, InternalError, Origin, Report, Step, Via
 from wqlint.scan import parser
 from wqlint.scan.cpp import Decider, block_text
@@ -43,7 +43,7 @@ _ID = r"[a-z0-9]+(?:-[a-z0-9]+)+"
 _SUPPRESS_RE = re.compile(rf"wqlint:\s*ignore(?:\[([\w\s,-]*)\]|\s+({_ID}(?:\s*,\s*{_ID})*)(?![\w-]))?")
 
 
-class UsageError(Exception):
+class UsageError(errors.WqlintError, status=errors.USAGE):
     pass
 
 

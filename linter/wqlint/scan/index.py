@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Iterator, Optional
 
-from wqlint import safeio, tools
+from wqlint import errors, safeio, tools
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, read_source, relpath
@@ -657,7 +657,7 @@ def covering(tokens: list) -> list:
     return sorted(kept)
 
 
-class SearchOutputError(Exception):
+class SearchOutputError(errors.WqlintError):
     """A search printed something that is not a record or a note; str() says what."""
 
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import safeio
+from wqlint import errors, safeio
 
 # Files of the kernel are shown and looked up under this prefix: they are no part of the
 # scanned tree (never a target, never fixed), like wqlint's own <wqlint>/ description.
 KERNEL_PREFIX = "<kernel>/"
 
 
-class KernelTreeError(Exception):
+class KernelTreeError(errors.WqlintError, status=errors.USAGE):
     """DIR is not a kernel tree; str() is the one-line problem."""
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from wqlint import safeio
+from wqlint import errors, safeio
 from wqlint.scan import parser
 
 MAX_FILE_BYTES = safeio.MAX_SOURCE_BYTES
@@ -27,7 +27,7 @@ _CLOSER_RE = re.compile(rb"\n\}")
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
-class SourceError(Exception):
+class SourceError(errors.WqlintError):
     """A file that cannot be used as C source; str() is the one-line problem."""
 
 
