@@ -13,7 +13,7 @@ from wqlint.scan.ctext import norm, short
 from wqlint.scan.nearness import related, subsystem_occurrences
 from wqlint.scan.scope import Scope, scope_of, step_at, step_of
 from wqlint.scan.structs import PENDING
-from wqlint.scan.values import MAX_OPTIONS, Alt, Unknown, Value
+from wqlint.scan.values import MAX_OPTIONS, Alt, Unknown, Value, has_pending
 
 if TYPE_CHECKING:
     from wqlint.scan.resolve import Resolver
@@ -25,6 +25,12 @@ class Fields:
     def __init__(self, r: Resolver):
         self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
         self._field_cache: dict = {}
+
+    def forget_pending(self) -> None:
+        """Forget the assignments found before a name they depend on had been looked up."""
+        cache = self._field_cache
+        for key in [k for k, opts in cache.items() if any(has_pending(o) for o in opts)]:
+            del cache[key]
 
     def field(self, node, scope: Scope, depth, seen, expand_params) -> Value:
         fname = parser.text(node.child_by_field_name("field"))

@@ -29,7 +29,7 @@ from wqlint.scan.macros import Macros
 from wqlint.scan.scope import Scope, step_of
 from wqlint.scan.structs import Structs
 from wqlint.scan.symbols import Symbols
-from wqlint.scan.values import Alt, Cond, Const, CpuCount, Mark, Op, Param, Str, Unknown, Value, walk
+from wqlint.scan.values import Alt, Cond, Const, CpuCount, Mark, Op, Param, Str, Unknown, Value
 
 CPU_COUNT_NAMES = frozenset(api.CPU_COUNT_NAMES)
 CPU_COUNT_STATIC = api.CPU_COUNT_STATIC
@@ -86,12 +86,8 @@ class Resolver:
 
     def new_round(self) -> None:
         """Forget answers that were given before their names had been looked up."""
-        cache = self.symbols._symbol_cache
-        for key in [k for k, v in cache.items() if _has_pending(v)]:
-            del cache[key]
-        cache = self.fields._field_cache
-        for key in [k for k, opts in cache.items() if any(_has_pending(o) for o in opts)]:
-            del cache[key]
+        self.symbols.forget_pending()
+        self.fields.forget_pending()
 
     # -- entry -------------------------------------------------------------------------
     def resolve(self, node, scope: Scope, depth: int = 0, seen: frozenset = frozenset(),
@@ -253,7 +249,3 @@ class Resolver:
             if name in scope.local_decls():
                 return self.locals.local(name, node, scope, depth, seen, expand_params)
         return self.symbols.symbol(name, scope, depth + 1, seen)
-
-
-def _has_pending(value: Value) -> bool:
-    return any(isinstance(v, Unknown) and v.pending for v in walk(value))

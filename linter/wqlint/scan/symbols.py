@@ -12,7 +12,7 @@ from wqlint.scan import parser
 from wqlint.scan.ctext import define_re, define_value, is_static_decl, short
 from wqlint.scan.nearness import nearest, ranked
 from wqlint.scan.scope import Scope, declarator_name, scope_of, step_at
-from wqlint.scan.values import MAX_OPTIONS, Alt, Const, Op, Tunable, Unknown, Value
+from wqlint.scan.values import MAX_OPTIONS, Alt, Const, Op, Tunable, Unknown, Value, has_pending
 
 if TYPE_CHECKING:
     from wqlint.scan.resolve import Resolver
@@ -24,6 +24,12 @@ class Symbols:
     def __init__(self, r: Resolver):
         self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
         self._symbol_cache: dict = {}
+
+    def forget_pending(self) -> None:
+        """Forget the values found before a name they depend on had been looked up."""
+        cache = self._symbol_cache
+        for key in [k for k, v in cache.items() if has_pending(v)]:
+            del cache[key]
 
     def symbol(self, name: str, scope: Scope, depth, seen) -> Value:
         key = ("sym", name)

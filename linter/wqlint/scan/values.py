@@ -367,6 +367,11 @@ def has_unknown(value: Value) -> bool:
     return any(isinstance(v, (Unknown, Param)) for v in walk(value))
 
 
+def has_pending(value: Value) -> bool:
+    """Is some part of value unknown only because a name has not been looked up yet?"""
+    return any(isinstance(v, Unknown) and v.pending for v in walk(value))
+
+
 def substitute(value: Value, bind) -> Value:
     """Replace Param leaves by bind(param) (a Value), rebuilding the tree."""
     return _rebuild(value, lambda v: bind(v) if isinstance(v, Param) else v, lambda v: range(len(v.options)))
