@@ -280,8 +280,8 @@ class Engine:
         self.save_store = True  # write the store when the analysis is done
         self.index = TreeIndex(self.root, jobs, extra, preloaded=preloaded, kernel=self.kernel,
                                files=files, store=store)
-        self.resolver = Resolver(self.index)
-        self.cpp = self.resolver.cpp = Decider(self.index, self.version)
+        self.cpp = Decider(self.index, self.version)
+        self.resolver = Resolver(self.index, self.cpp)
         self.cpp.build_dirs = [rel for rel in (relpath(Path(os.path.abspath(p)), self.root) for p in self.given
                                                if p.is_dir()) if rel not in ("", ".")]
         self.ncpus, self.max_cpus = ncpus, max_cpus

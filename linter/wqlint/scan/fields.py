@@ -4,26 +4,27 @@ subsystem (through initialisers too)."""
 from __future__ import annotations
 
 import re
-import weakref
-from typing import TYPE_CHECKING, cast
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
+from wqlint.scan.asking import Asking
 from wqlint.scan.ctext import norm, short
+from wqlint.scan.index import TreeIndex
 from wqlint.scan.nearness import related, subsystem_occurrences
+from wqlint.scan.reaching import Reaching
 from wqlint.scan.scope import Scope, scope_of, step_at, step_of
-from wqlint.scan.structs import PENDING
+from wqlint.scan.structs import PENDING, Structs
 from wqlint.scan.values import MAX_OPTIONS, Alt, Unknown, Value, has_pending
-
-if TYPE_CHECKING:
-    from wqlint.scan.resolve import Resolver
 
 
 class Fields:
     """Struct fields, for one Resolver; caches the assignments found per field and type."""
 
-    def __init__(self, r: Resolver):
-        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
+    def __init__(self, index: TreeIndex, ask: Asking, structs: Structs, reaching: Reaching):
+        self.index = index
+        self.ask = ask
+        self.structs = structs
+        self.reaching = reaching
         self._field_cache: dict = {}
 
     def forget_pending(self) -> None:
@@ -36,21 +37,21 @@ class Fields:
         fname = parser.text(node.child_by_field_name("field"))
         base = node.child_by_field_name("argument")
         base_text = parser.text(base)
-        if self.r.naming:
+        if self.ask.naming:
             return Unknown(step_of(scope, node, f"'{base_text}' field '{fname}'"),
                            f"field '{fname}' (not followed for a name)")
         lhs_text = norm(parser.text(node))
-        base_type = self.r.structs.type_of(base, scope)
+        base_type = self.structs.type_of(base, scope)
         if base_type is PENDING:
             return Unknown(step_of(scope, node, f"'{base_text}' field '{fname}'"),
                            f"type of '{short(base_text)}' not looked up yet", pending=True)
         # Fields of a local object assigned in this function: those assignments decide.
         if scope.node is not None and base is not None and base.type == "identifier" \
                 and parser.text(base) in scope.local_decls():
-            states = self.r.flow(scope, node, lambda left: left is not None and left.type == "field_expression"
+            states = self.reaching.flow(scope, node, lambda left: left is not None and left.type == "field_expression"
                                  and norm(parser.text(left)) == lhs_text, lambda d: False)
             if states is not None:
-                return self.r.from_states(states, f"'{lhs_text}'", scope, depth, seen, expand_params,
+                return self.reaching.from_states(states, f"'{lhs_text}'", scope, depth, seen, expand_params,
                                           lambda n: Unknown(None, f"'{lhs_text}' before any assignment"))
             body = scope.node.child_by_field_name("body")
             defs = []
@@ -62,7 +63,7 @@ class Fields:
                 opts = []
                 for caps in defs[-MAX_OPTIONS:]:
                     rhs = caps["assign.right"]
-                    val = self.r.resolve(rhs, scope, depth + 1, seen, expand_params)
+                    val = self.ask.resolve(rhs, scope, depth + 1, seen, expand_params)
                     opts.append(Alt(step_of(scope, caps["assign"], f"'{lhs_text}' = '{short(parser.text(rhs))}'"),
                                     (val,), ""))
                 return opts[0] if len(opts) == 1 else Alt(None, tuple(opts), f"{len(opts)} assignments to '{lhs_text}'")
@@ -74,38 +75,38 @@ class Fields:
         key = ("field", fname, base_type)
         if key in seen:
             return Unknown(use_step, f"field '{fname}' depends on itself")
-        ckey = (fname, base_type, near.rel, self.r.home, base_text if base_type is None else "")
+        ckey = (fname, base_type, near.rel, self.ask.home, base_text if base_type is None else "")
         cached = self._field_cache.get(ckey)
         if cached is not None:
             return self._field_value(fname, cached, use_step)
         seen = seen | {key}
         # Only assignments in the subsystem of the allocation or of the use are followed
         # (see related()), so only those files are searched.
-        occ = subsystem_occurrences(self.r.index, self.r.home, fname, near.rel)
+        occ = subsystem_occurrences(self.index, self.ask.home, fname, near.rel)
         fb = re.escape(fname.encode())
         line_re = re.compile(rb"(->|\.)\s*" + fb + rb"\s*(=(?!=)|\|=|\+=|-=)|^\s*\." + fb + rb"\s*=")
         options: list[Value] = []
         for rel, line in occ:
-            src = self.r.index.source(rel)
+            src = self.index.source(rel)
             if src is None or not line_re.search(src.line_bytes(line)):
                 continue
             chunk = src.chunk_at(line)
             for _node, rhs, sc, obj in self._field_defs(fname, chunk, line):
-                if not (related(rel, self.r.home) or related(rel, near.rel)):
+                if not (related(rel, self.ask.home) or related(rel, near.rel)):
                     continue
                 note = f"field '{fname}' = '{short(parser.text(rhs))}'"
                 # The same struct type when both sides can be typed; else only an assignment
                 # in the same subsystem directory, and the chain says why it was taken.
                 typ = None
                 if base_type is not None:
-                    typ = self.r.structs.initializer_type(obj, sc) if obj.type == "initializer_pair" \
-                        else self.r.structs.type_of(obj, sc)
+                    typ = self.structs.initializer_type(obj, sc) if obj.type == "initializer_pair" \
+                        else self.structs.type_of(obj, sc)
                 if typ is PENDING:
                     options.append(Unknown(None, f"type of '{short(parser.text(obj))}' not looked up yet",
                                            pending=True))
                     continue
                 if base_type is not None and typ is not None:
-                    same = self.r.structs.same_type(base_type, typ, near)
+                    same = self.structs.same_type(base_type, typ, near)
                     if same is PENDING:
                         options.append(Unknown(None, f"type '{typ}' not looked up yet", pending=True))
                         continue
@@ -119,7 +120,7 @@ class Fields:
                     what = "the initialised object" if obj.type == "initializer_pair" \
                         else f"'{short(parser.text(obj), 40)}'"
                     note += f" (the type of {what} is not known: taken as the same subsystem)"
-                val = self.r.resolve(rhs, sc, depth + 1, seen, expand_params=True)
+                val = self.ask.resolve(rhs, sc, depth + 1, seen, expand_params=True)
                 options.append(Alt(step_at(src, line, note), (val,), ""))
             if len(options) >= MAX_OPTIONS:
                 break

@@ -4,13 +4,15 @@ sites, and a parameter resolved to the arguments of every caller in the subsyste
 from __future__ import annotations
 
 import re
-import weakref
-from typing import TYPE_CHECKING, cast, Optional
+from typing import Optional
 
-from wqlint.scan import parser
 from wqlint import api
 from wqlint.finding import Origin, Via
+from wqlint.scan import parser
+from wqlint.scan.asking import Asking
 from wqlint.scan.ctext import short
+from wqlint.scan.index import TreeIndex
+from wqlint.scan.macros import Macros
 from wqlint.scan.nearness import related, subsystem_occurrences
 from wqlint.scan.scope import Scope, calls_named, declarator_name, function_declarator, scope_of, step_of
 from wqlint.scan.source import SourceFile
@@ -27,21 +29,20 @@ MINMAX = {
     "clamp_val": ("clamp", 0),
 }
 
-if TYPE_CHECKING:
-    from wqlint.scan.resolve import Resolver
-
 
 class Functions:
     """Calls, definitions and callers of functions, for one Resolver."""
 
-    def __init__(self, r: Resolver):
-        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
+    def __init__(self, index: TreeIndex, ask: Asking, macros: Macros):
+        self.index = index
+        self.ask = ask
+        self.macros = macros
 
     def call(self, node, scope, depth, seen, expand_params) -> Value:
         fn = node.child_by_field_name("function")
         args = [a for a in node.child_by_field_name("arguments").named_children if a.type != "comment"]
         name = parser.text(fn) if fn is not None and fn.type == "identifier" else ""
-        r = lambda n: self.r.resolve(n, scope, depth + 1, seen, expand_params)
+        r = lambda n: self.ask.resolve(n, scope, depth + 1, seen, expand_params)
         if name in CPU_COUNT_CALLS:
             return CpuCount(step_of(scope, node, f"CPU count {name}()"), f"{name}()")
         if name in CPU_MASK_COUNT and args:
@@ -78,7 +79,7 @@ class Functions:
                 return Unknown(None, f"call to {name}()")
         ret = self.function_returns(name, scope, depth + 1, seen | {key})
         if ret is None:
-            macro = self.r.macros.call(name, args, scope, depth + 1, seen | {key}, expand_params)
+            macro = self.macros.call(name, args, scope, depth + 1, seen | {key}, expand_params)
             if macro is not None:
                 return macro
             return Unknown(None, f"call to {name}()")
@@ -100,8 +101,8 @@ class Functions:
                          + re.escape(name.encode()) + rb"\s*\(")
         if any(pat.search(src.line_bytes(ln)) for ln in src.word_lines(name)):
             return True
-        return any(pat.search(self.r.index.peek(rel, ln))
-                   for rel, ln in subsystem_occurrences(self.r.index, self.r.home, name, src.rel))
+        return any(pat.search(self.index.peek(rel, ln))
+                   for rel, ln in subsystem_occurrences(self.index, self.ask.home, name, src.rel))
 
     def function_returns(self, name, scope, depth, seen):
         """(Alt of the return values of function name, its Scope), or None if not found."""
@@ -109,7 +110,7 @@ class Functions:
             rets = []
             for _, caps in parser.matches("returns", fscope.node):
                 val = caps.get("return.value")
-                inner = self.r.resolve(val, fscope, depth, seen, expand_params=False)
+                inner = self.ask.resolve(val, fscope, depth, seen, expand_params=False)
                 rets.append(Alt(step_of(fscope, val, f"{name}() returns '{short(parser.text(val))}'"),
                                 (inner,), ""))
             if rets:
@@ -121,7 +122,7 @@ class Functions:
         found = self._definitions_in(name, near, [(near.rel, ln) for ln in near.word_lines(name)])
         if found:
             return found
-        occ = self.r.index.occurrences(name, defs=True, near=near.rel)
+        occ = self.index.occurrences(name, defs=True, near=near.rel)
         if occ is None:
             return []
         lines = [(rel, ln) for rel, ln in occ if rel != near.rel]
@@ -130,12 +131,12 @@ class Functions:
     def _definitions_in(self, name, near, occs) -> list:
         out = []
         for rel, line in occs[:400]:
-            text = near.line_bytes(line) if rel == near.rel else self.r.index.peek(rel, line)
+            text = near.line_bytes(line) if rel == near.rel else self.index.peek(rel, line)
             if (name.encode() + b"(") not in text.replace(b" (", b"("):
                 continue
             if text[:1] in (b" ", b"\t") and not text.lstrip().startswith(name.encode()):
                 continue  # a call inside a body, not a definition header
-            src = near if rel == near.rel else self.r.index.source(rel)
+            src = near if rel == near.rel else self.index.source(rel)
             if src is None:
                 continue
             chunk = src.chunk_at(line)
@@ -161,10 +162,10 @@ class Functions:
             args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
             if param.index >= len(args):
                 continue
-            if not (related(cscope.src.rel, self.r.home) or related(cscope.src.rel, scope.src.rel)):
+            if not (related(cscope.src.rel, self.ask.home) or related(cscope.src.rel, scope.src.rel)):
                 continue  # a caller in an unrelated subsystem of a shared helper
             arg = args[param.index]
-            val = self.r.resolve(arg, cscope, depth + 1, seen, expand_params=True)
+            val = self.ask.resolve(arg, cscope, depth + 1, seen, expand_params=True)
             options.append(Alt(step_of(cscope, call, f"{param.function}() called with "
                                        f"'{param.name}' = '{short(parser.text(arg))}'"),
                                (val,), ""))
@@ -181,23 +182,23 @@ class Functions:
         if static:
             occs = [(near.rel, ln) for ln in near.word_lines(name)]
         elif subsystem:
-            occs = subsystem_occurrences(self.r.index, self.r.home, name, near.rel)
+            occs = subsystem_occurrences(self.index, self.ask.home, name, near.rel)
         else:
-            occs = self.r.index.occurrences(name)
+            occs = self.index.occurrences(name)
             if occs is None:
                 return []
         out = []
         done = set()
         call_pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*\(")
         for rel, line in occs:
-            text = near.line_bytes(line) if rel == near.rel else self.r.index.peek(rel, line)
+            text = near.line_bytes(line) if rel == near.rel else self.index.peek(rel, line)
             if not call_pat.search(text) or (keep is not None and not keep(rel, text)):
                 continue
-            src = near if rel == near.rel else self.r.index.source(rel)
+            src = near if rel == near.rel else self.index.source(rel)
             if src is None:
                 continue
             if src.define_span(line):
-                chunk = self.r.macros.chunk(src, *src.define_span(line))
+                chunk = self.macros.chunk(src, *src.define_span(line))
                 if chunk is None:
                     continue
             else:

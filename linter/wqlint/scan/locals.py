@@ -4,23 +4,21 @@ filled by a call are not the value of their assignments."""
 from __future__ import annotations
 
 import re
-import weakref
-from typing import TYPE_CHECKING, cast
 
 from wqlint.scan import parser
+from wqlint.scan.asking import Asking
 from wqlint.scan.ctext import short
+from wqlint.scan.reaching import Reaching
 from wqlint.scan.scope import Scope, declarator_name, step_of
 from wqlint.scan.values import MAX_OPTIONS, Alt, Op, Unknown, Value
-
-if TYPE_CHECKING:
-    from wqlint.scan.resolve import Resolver
 
 
 class Locals:
     """The local variables of functions, for one Resolver."""
 
-    def __init__(self, r: Resolver):
-        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
+    def __init__(self, ask: Asking, reaching: Reaching):
+        self.ask = ask
+        self.reaching = reaching
 
     def local(self, name, use, scope: Scope, depth, seen, expand_params) -> Value:
         fn = scope.node
@@ -29,19 +27,19 @@ class Locals:
         if key in seen:
             return Unknown(None, f"'{name}' depends on itself")
         seen = seen | {key}
-        if self.r.naming and _counted(name, scope):
+        if self.ask.naming and _counted(name, scope):
             return Unknown(step_of(scope, use, f"local '{name}' is changed by ++ or --"),
                            f"local '{name}' is a counter")
         written = _array_written_by_call(name, use, scope)
         if written is not None:
             step = step_of(scope, written, f"local array '{name}' is filled by '{short(parser.text(written), 40)}'")
-            fmt = _printed_format(written, name) if self.r.naming else None
-            printed = self.r.resolve(fmt, scope, depth + 1, seen, expand_params) if fmt is not None else None
+            fmt = _printed_format(written, name) if self.ask.naming else None
+            printed = self.ask.resolve(fmt, scope, depth + 1, seen, expand_params) if fmt is not None else None
             return Unknown(step, f"local array '{name}' written by a call", printed=printed)
-        states = self.r.flow(scope, use, lambda left: left is not None and left.type == "identifier"
+        states = self.reaching.flow(scope, use, lambda left: left is not None and left.type == "identifier"
                              and parser.text(left) == name, lambda d: declarator_name(d) == name)
         if states is not None:
-            return self.r.from_states(
+            return self.reaching.from_states(
                 states, f"local '{name}'", scope, depth, seen, expand_params,
                 lambda n: Unknown(step_of(scope, n, f"local '{name}' is never assigned here"),
                                   f"local '{name}' without assignment"))
@@ -71,7 +69,7 @@ class Locals:
         live = _kill(before, use)
         options = []
         for node, rhs, op in live[-MAX_OPTIONS:]:
-            rhs_value = self.r.resolve(rhs, scope, depth + 1, seen, expand_params)
+            rhs_value = self.ask.resolve(rhs, scope, depth + 1, seen, expand_params)
             if op != "=":
                 prev = self._local_any_path(name, node, scope, depth + 1, seen, expand_params)
                 rhs_value = Op(None, op[:-1], (prev, rhs_value))

@@ -4,26 +4,25 @@ expression resolved with its arguments bound."""
 from __future__ import annotations
 
 import re
-import weakref
-from typing import TYPE_CHECKING, cast, Optional
+from typing import Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
+from wqlint.scan.asking import Asking
 from wqlint.scan.ctext import define_re, short
+from wqlint.scan.index import TreeIndex
 from wqlint.scan.nearness import nearest
 from wqlint.scan.scope import Scope, macro_param, scope_of, step_at
 from wqlint.scan.source import Chunk, SourceFile
 from wqlint.scan.values import Alt, Param, Value, substitute
 
-if TYPE_CHECKING:
-    from wqlint.scan.resolve import Resolver
-
 
 class Macros:
     """The macros of the tree, for one Resolver; caches the parsed bodies."""
 
-    def __init__(self, r: Resolver):
-        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
+    def __init__(self, index: TreeIndex, ask: Asking):
+        self.index = index
+        self.ask = ask
         self._macro_chunks: dict = {}
 
     def definitions(self, name: str, near: SourceFile) -> list:
@@ -32,14 +31,14 @@ class Macros:
         defs = self._defines(name, local)
         if defs:
             return defs
-        occ = self.r.index.occurrences(name, defs=True, near=near.rel)
+        occ = self.index.occurrences(name, defs=True, near=near.rel)
         if occ is None:
             return []
         pat = define_re(name)
         cands = []
         for rel, line in occ:
-            if pat.match(self.r.index.peek(rel, line)):
-                src = self.r.index.source(rel)
+            if pat.match(self.index.peek(rel, line)):
+                src = self.index.source(rel)
                 if src is not None:
                     cands.append((src, line))
         defs = self._defines(name, cands)
@@ -114,8 +113,8 @@ class Macros:
             expr, mscope = self.value_node(chunk)
             if expr is None:
                 continue
-            inner = self.r.resolve(expr, mscope, depth, seen, expand_params=False)
-            bound = [self.r.resolve(a, scope, depth, seen, expand_params) for a in args]
+            inner = self.ask.resolve(expr, mscope, depth, seen, expand_params=False)
+            bound = [self.ask.resolve(a, scope, depth, seen, expand_params) for a in args]
 
             def bind(p: Param, bound=bound) -> Value:
                 if p.function == name and 0 <= p.index < len(bound):

@@ -9,6 +9,9 @@ each name to the part of the resolution that knows it:
   fields.py     struct fields (every assignment in the subsystem to a field of the same name
                 on a compatible type), with structs.py telling the types,
   macros.py     function-like macros (their bodies with the arguments bound).
+The parts see asking.py's Asking (what the allocation being resolved asks: its file, its
+budget, whether a name is resolved, the #if decider, and resolve() for the names a value is
+made of), never the Resolver. reaching.py follows the assignments reaching a use, path by path;
 scope.py, nearness.py and ctext.py hold what they share. Nothing here knows the name of any
 subsystem, file, field or wrapper: every fact comes from the C being read.
 """
@@ -19,17 +22,18 @@ from typing import Optional
 from wqlint import api
 from wqlint.scan import parser
 from wqlint.scan.cpp import Decider
+from wqlint.scan.asking import Asking
 from wqlint.scan.ctext import c_string, parse_int, short
 from wqlint.scan.fields import Fields
-from wqlint.scan.flow import Flow, Keys
 from wqlint.scan.functions import Functions
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.locals import Locals
 from wqlint.scan.macros import Macros
+from wqlint.scan.reaching import Reaching
 from wqlint.scan.scope import Scope, step_of
 from wqlint.scan.structs import Structs
 from wqlint.scan.symbols import Symbols
-from wqlint.scan.values import Alt, Cond, Const, CpuCount, Mark, Op, Param, Str, Unknown, Value
+from wqlint.scan.values import Alt, Cond, Const, CpuCount, Op, Param, Str, Unknown, Value
 
 CPU_COUNT_NAMES = frozenset(api.CPU_COUNT_NAMES)
 CPU_COUNT_STATIC = api.CPU_COUNT_STATIC
@@ -65,24 +69,51 @@ def _structure(node):
 class Resolver:
     """Resolves expressions to Values against a TreeIndex. One per run; caches lookups."""
 
-    def __init__(self, index: TreeIndex):
+    def __init__(self, index: TreeIndex, cpp: Optional[Decider] = None):
         self.index = index
+        self.ask = Asking(self.resolve, cpp)
+        self.ask.start("", SITE_BUDGET)
+        self.reaching = Reaching(self.ask)
         self.structs = Structs(index)
-        self.macros = Macros(self)
-        self.functions = Functions(self)
-        self.locals = Locals(self)
-        self.symbols = Symbols(self)
-        self.fields = Fields(self)
-        self._keys: dict = {}
-        self.budget = SITE_BUDGET
-        self.home = ""  # the file of the allocation being resolved
-        self.cpp: Optional[Decider] = None  # definitions in branches not compiled are not used
-        self.conditional_steps: set = set()  # steps of definitions chosen by a decided #if
-        # While a queue's name is resolved: a local that ++ or -- changes (a loop counter) is
-        # not the value of its assignments, which is all flow.Flow sees; a struct field is not
-        # followed (its assignments in the tree miss what snprintf() or strscpy() wrote, and
-        # searching the tree for every field a name prints would cost much for nothing).
-        self.naming = False
+        self.macros = Macros(index, self.ask)
+        self.functions = Functions(index, self.ask, self.macros)
+        self.locals = Locals(self.ask, self.reaching)
+        self.symbols = Symbols(index, self.ask, self.macros)
+        self.fields = Fields(index, self.ask, self.structs, self.reaching)
+
+    def start(self, home: str) -> None:
+        """A new allocation, in the file home: a full budget of expressions to visit."""
+        self.ask.start(home, SITE_BUDGET)
+
+    # The allocation being resolved, as the engine sets it (see asking.Asking).
+    @property
+    def home(self) -> str:
+        return self.ask.home
+
+    @home.setter
+    def home(self, home: str) -> None:
+        self.ask.home = home
+
+    @property
+    def budget(self) -> int:
+        return self.ask.budget
+
+    @budget.setter
+    def budget(self, budget: int) -> None:
+        self.ask.budget = budget
+
+    @property
+    def naming(self) -> bool:
+        return self.ask.naming
+
+    @naming.setter
+    def naming(self, naming: bool) -> None:
+        self.ask.naming = naming
+
+    @property
+    def conditional_steps(self) -> set:
+        """The steps of definitions chosen by a decided #if."""
+        return self.symbols.conditional_steps
 
     def new_round(self) -> None:
         """Forget answers that were given before their names had been looked up."""
@@ -99,6 +130,7 @@ class Resolver:
             return Unknown(None, "missing expression")
         if depth > MAX_DEPTH:
             return Unknown(None, "chain too long")
+        ask = self.ask
         results: list = []
         todo = [(node, False, 0)]
         while todo:
@@ -109,8 +141,8 @@ class Resolver:
                 del results[len(results) - k:]
                 results.append(self._combine(n, args, scope))
                 continue
-            self.budget -= 1
-            if self.budget < 0:
+            ask.budget -= 1
+            if ask.budget < 0:
                 results.append(Unknown(None, "too many paths to follow"))
                 continue
             if n is None:
@@ -145,7 +177,7 @@ class Resolver:
         # conditional_expression: each option is told apart by the condition (see values.Cond)
         cond_node = node.child_by_field_name("condition")
         cond = parser.text(cond_node)
-        key, yes, no, shown = self.keys(scope).decision(cond_node)
+        key, yes, no, shown = self.reaching.keys(scope).decision(cond_node)
         guards = ((Cond(key, yes, step_of(scope, node, f"'{shown}' is true")),),
                   (Cond(key, no, step_of(scope, node, f"'{shown}' is false")),))
         return Alt(step_of(scope, node, f"conditional on '{short(cond)}'"), (args[0], args[1]), "ternary",
@@ -174,60 +206,6 @@ class Resolver:
                           if c.type != "comment")
             return Op(None, "cat", parts)
         return Unknown(None, f"{t.replace('_', ' ')} '{short(parser.text(node))}'")
-
-    # -- helpers ---------------------------------------------------------------------------
-    def keys(self, scope: Scope) -> Keys:
-        """The identity of the decisions in scope's body (see values.Cond)."""
-        node = scope.node
-        if node is None:
-            return Keys(None, (scope.src.rel, "file"))
-        fn = (scope.src.rel, scope.chunk.first_line, node.start_byte)
-        got = self._keys.get(fn)
-        if got is None:
-            got = self._keys[fn] = Keys(node.child_by_field_name("body"), fn)
-        return got
-
-    def flow(self, scope: Scope, use, is_target, declares) -> Optional[list]:
-        """The assignments reaching use along each path through scope's body (flow.Flow)."""
-        body = scope.node.child_by_field_name("body") if scope.node is not None else None
-        if body is None:
-            return None
-        dead = None
-        cpp = self.cpp
-        if cpp is not None:
-            dead = lambda n: cpp.state(scope.src, scope.chunk.line_of(n))[0]
-        return Flow(body, use, is_target, declares, lambda n, note: step_of(scope, n, note),
-                    self.keys(scope), dead).run()
-
-    def from_states(self, states, label, scope, depth, seen, expand_params, unset) -> Value:
-        """The value of an lvalue from the paths reaching its use: one option per path,
-        each told apart by the decisions that lead there."""
-        memo: dict = {}
-        options = []
-        # In the order of the text, as the assignments were listed before paths were told apart.
-        states = sorted(states, key=lambda st: st.defs[-1].node.start_byte if st.defs else -1)
-        for st in states:
-            v: Optional[Value] = None
-            for d in st.defs:
-                if d.node.id not in memo:
-                    memo[d.node.id] = self.resolve(d.rhs, scope, depth + 1, seen, expand_params)
-                rhs = memo[d.node.id]
-                if d.op in ("<=", "<"):  # a condition on the way caps it (flow.Flow.bounds)
-                    cap = rhs if d.op == "<=" else Op(None, "-", (rhs, Const(None, 1)))
-                    how = "at most" if d.op == "<=" else "below"
-                    v = Alt(step_of(scope, d.node, f"{label} is {how} '{short(parser.text(d.rhs))}' here"),
-                            (Op(None, "min", (v, cap)),), "", mark=Mark.ASSIGNMENT)
-                    continue
-                if d.op != "=":
-                    rhs = Op(None, d.op[:-1], (v if v is not None else unset(d.node), rhs))
-                v = Alt(step_of(scope, d.node, f"{label} = '{short(parser.text(d.rhs))}'"), (rhs,), "",
-                        mark=Mark.ASSIGNMENT)
-            assert v is not None, "Flow.run() keeps only the paths with an assignment"
-            options.append(v)
-        if len(options) == 1:
-            return options[0]
-        guards = tuple(st.guards for st in states) if any(st.guards for st in states) else ()
-        return Alt(None, tuple(options), f"{len(options)} assignments to {label.split(' ', 1)[-1]}", guards)
 
     # -- identifiers -------------------------------------------------------------------------
     def _identifier(self, node, scope: Scope, depth, seen, expand_params) -> Value:

@@ -4,26 +4,28 @@ global, and module parameters (a default that can change at load time)."""
 from __future__ import annotations
 
 import re
-import weakref
-from typing import TYPE_CHECKING, cast, Optional
+from typing import Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
+from wqlint.scan.asking import Asking
 from wqlint.scan.ctext import define_re, define_value, is_static_decl, short
+from wqlint.scan.index import TreeIndex
+from wqlint.scan.macros import Macros
 from wqlint.scan.nearness import nearest, ranked
 from wqlint.scan.scope import Scope, declarator_name, scope_of, step_at
 from wqlint.scan.values import MAX_OPTIONS, Alt, Const, Op, Tunable, Unknown, Value, has_pending
-
-if TYPE_CHECKING:
-    from wqlint.scan.resolve import Resolver
 
 
 class Symbols:
     """Names defined outside functions, for one Resolver; caches the values found."""
 
-    def __init__(self, r: Resolver):
-        self.r = cast("Resolver", weakref.proxy(r))  # (no cycle: the Resolver goes when dropped)
+    def __init__(self, index: TreeIndex, ask: Asking, macros: Macros):
+        self.index = index
+        self.ask = ask
+        self.macros = macros
         self._symbol_cache: dict = {}
+        self.conditional_steps: set = set()  # steps of definitions chosen by a decided #if
 
     def forget_pending(self) -> None:
         """Forget the values found before a name they depend on had been looked up."""
@@ -44,14 +46,14 @@ class Symbols:
         value = self._symbol_in(name, scope.src, [(scope.src.rel, ln, scope.src.line_bytes(ln)) for ln in local],
                                 depth, seen, scope)
         if value is None:
-            occ = self.r.index.occurrences(name, defs=True, near=scope.src.rel)
+            occ = self.index.occurrences(name, defs=True, near=scope.src.rel)
             if occ is None:
                 return Unknown(None, f"'{name}' not looked up yet", pending=True)
-            cands = [(rel, line, self.r.index.peek(rel, line)) for rel, line in occ if rel != scope.src.rel]
+            cands = [(rel, line, self.index.peek(rel, line)) for rel, line in occ if rel != scope.src.rel]
             value = self._symbol_in(name, scope.src, cands, depth, seen, scope, tree_wide=True)
         if value is None:
             value = Unknown(None, f"'{name}' not defined in the tree")
-        if not self.r.naming:  # a name's reading of fields and counters is for names only
+        if not self.ask.naming:  # a name's reading of fields and counters is for names only
             self._symbol_cache[ckey] = value
         return value
 
@@ -66,7 +68,7 @@ class Symbols:
             if not (define.match(text) or param_re.search(text) or enum_re.match(text)
                     or assign_re.search(text)):
                 continue
-            src = self.r.index.source(rel) if rel != near.rel else near
+            src = self.index.source(rel) if rel != near.rel else near
             if src is None:
                 continue
             if define.match(text):
@@ -87,17 +89,17 @@ class Symbols:
         if defines:
             spans, conds = self._compiled([(s, *s.define_span(ln)) for s, ln in defines])
             for src, first, last in nearest(spans, near.rel)[:1]:
-                chunk = self.r.macros.chunk(src, first, last)
+                chunk = self.macros.chunk(src, first, last)
                 if chunk is None or chunk.macro_is_function:
                     continue
-                expr, mscope = self.r.macros.value_node(chunk)
+                expr, mscope = self.macros.value_node(chunk)
                 step = step_at(src, first, f"macro {name} = '{short(define_value(src, first, last))}'"
                                + conds.get((src.rel, first), ""), Origin(Via.MACRO, name))
                 if (src.rel, first) in conds:
-                    self.r.conditional_steps.add(step)
+                    self.conditional_steps.add(step)
                 if expr is None:
                     return Unknown(step, f"macro {name} is not an expression")
-                val = self.r.resolve(expr, mscope, depth, seen)
+                val = self.ask.resolve(expr, mscope, depth, seen)
                 return Alt(step, (val,), "")
         if not assigns:
             return None
@@ -106,7 +108,7 @@ class Symbols:
             if tree_wide and is_static_decl(src, line, name):
                 continue
             for _node, rhs, where in self._global_defs(name, src, line):
-                val = self.r.resolve(rhs, where, depth, seen, expand_params=True)
+                val = self.ask.resolve(rhs, where, depth, seen, expand_params=True)
                 options.append(Alt(step_at(src, line, f"'{name}' = '{short(parser.text(rhs))}'",
                                            Origin(Via.GLOBAL, name)),
                                    (val,), ""))
@@ -124,15 +126,16 @@ class Symbols:
     def _compiled(self, spans) -> tuple:
         """(the definitions among spans [(src, first, last)] that are compiled for the target
         kernel, {(rel, first): ' (under ...)'} naming the conditions decided for it)."""
-        if self.r.cpp is None:
+        cpp = self.ask.cpp
+        if cpp is None:
             return spans, {}
         kept, notes = [], {}
         for span in spans:
-            dead, conds = self.r.cpp.state(span[0], span[1])
+            dead, conds = cpp.state(span[0], span[1])
             if dead:
                 continue
             kept.append(span)
-            said = [note for _, note in self.r.cpp.notes(conds)]
+            said = [note for _, note in cpp.notes(conds)]
             if said:
                 notes[(span[0].rel, span[1])] = " (" + "; ".join(said) + ")"
         return kept, notes
@@ -148,7 +151,7 @@ class Symbols:
             val_node = caps.get("enum.value")
             step = step_at(src, line, f"enumerator {name}", Origin(Via.ENUMERATOR, name))
             if val_node is not None:
-                return Alt(step, (self.r.resolve(val_node, Scope(src, chunk), depth, seen),), "")
+                return Alt(step, (self.ask.resolve(val_node, Scope(src, chunk), depth, seen),), "")
             prev = enum.prev_named_sibling
             while prev is not None and prev.type != "enumerator":
                 prev = prev.prev_named_sibling
