@@ -335,7 +335,6 @@ class Checker:
         from dataclasses import replace
 
         from wqlint.scan import parser
-        from wqlint.scan.resolve import SITE_BUDGET
         from wqlint.scan.scope import calls_named, scope_of
         from wqlint.scan.values import Alt, fold, has_unknown, rebuilt
 
@@ -358,8 +357,7 @@ class Checker:
         values = []
         for _ in range(6):
             resolver.new_round()
-            resolver.budget = SITE_BUDGET
-            resolver.home = self.unit_rel
+            resolver.start(self.unit_rel)
             values = [resolver.resolve(a, scope) for a in args]
             if not self.engine.index.fetch_pending():
                 break
