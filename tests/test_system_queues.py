@@ -115,7 +115,7 @@ def test_flush_queue_mismatch_fix_flushes_the_helpers_queue(tmp_path):
 @pytest.mark.parametrize("tree,queue", [("linux_6_1", "system_wq"), ("linux_6_12", "system_percpu_wq"),
                                         ("linux_7_3", "system_percpu_wq")])
 def test_helper_queues_are_read_from_the_tree(tree, queue, request):
-    from wqlint.scan.engine import helper_queues
+    from wqlint.scan.treeapi import helper_queues
     header = request.getfixturevalue(tree) / "include" / "linux" / "workqueue.h"
     got = helper_queues(header.read_bytes(), "include/linux/workqueue.h")
     assert set(got) == set(api.SCHEDULE_HELPERS) | {api.FLUSH_SCHEDULED}

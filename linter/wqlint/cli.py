@@ -61,7 +61,7 @@ def _kernel_for(kernel_tree, paths):
         return None
     tree, from_env = kernel_tree
     if from_env and paths:
-        from wqlint.scan.engine import kernel_tree_of
+        from wqlint.scan.targets import kernel_tree_of
         if kernel_tree_of(Path(os.path.abspath(paths[0]))) is not None:
             return None
     return tree
@@ -239,7 +239,7 @@ def _path_error(exc):
 
 
 def _root_of(paths):
-    from wqlint.scan.engine import UsageError, find_root
+    from wqlint.scan.targets import UsageError, find_root
 
     try:
         return find_root(list(paths))
@@ -535,7 +535,7 @@ def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, ke
              suppressed=False):
     """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
     from wqlint.lint import scan as ts_scan
-    from wqlint.scan.engine import UsageError
+    from wqlint.scan.targets import UsageError
 
     try:
         return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
@@ -551,7 +551,7 @@ def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json
     if findings_json is None:
         return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel, cache=cache)
     from wqlint.fix import saved
-    from wqlint.scan.engine import followed_links
+    from wqlint.scan.targets import followed_links
 
     # The tree the scan saw: a module directory's links into its package included.
     paths = list(paths) + [str(p) for p in followed_links([Path(p) for p in paths])[0]]
@@ -689,7 +689,7 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
 
     from wqlint import safeio
     from wqlint.fix import cocci_gen, series as series_mod, verify as verify_mod
-    from wqlint.scan.engine import find_root
+    from wqlint.scan.targets import find_root
 
     # The tree is never written: --out (and the scratch copy and build under it) must not
     # be the tree, lie inside it, or hold it (OUT/verify/tree is removed and copied anew).

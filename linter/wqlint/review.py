@@ -33,7 +33,8 @@ from wqlint import errors, kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
-from wqlint.scan.engine import Engine, find_root
+from wqlint.scan.engine import Engine
+from wqlint.scan.targets import find_root
 from wqlint.scan.index import Overlay
 from wqlint.scan.site import flag_names
 from wqlint.scan.values import Op, cpu_path, evaluate, show
@@ -373,7 +374,7 @@ def _patch_root(treepath: Path, patches) -> Path:
     """The directory the patches' paths are relative to: --tree, or, when it names a directory
     inside a kernel tree and the files the patches change are not there but at the kernel
     tree's top (as git writes paths), that top."""
-    from wqlint.scan.engine import kernel_tree_of
+    from wqlint.scan.targets import kernel_tree_of
 
     top = kernel_tree_of(treepath)
     if top is None or top == treepath:
@@ -433,7 +434,7 @@ def git_series(tree: str, revs: str) -> tuple:
     checkout may be at HEAD; the rest of the tree is read from the checkout.
     """
     from wqlint import mail
-    from wqlint.scan.engine import kernel_tree_of
+    from wqlint.scan.targets import kernel_tree_of
 
     rng = revs if (".." in revs or revs.endswith(("^!", "^@"))) else f"{revs}..HEAD"
     if not revs or revs.startswith("-") or any(c.isspace() or c == "\0" for c in revs):

@@ -159,7 +159,7 @@ class Checker:
             eng.api_files.update({self.rel} | {s.path for s in out if s.path == self.rel
                                               or s.path.endswith(os.sep + self.rel)})
         header = self.api_header()
-        ctx = eng.context(bits=eng._bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
+        ctx = eng.context(bits=eng.bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
                           api_header=header,
                           header_text="\n".join(self.orig.lines(header)).encode() if header else None)
         findings = judge(out, ctx)
@@ -310,7 +310,7 @@ class Checker:
     def api_header(self):
         """Where the unit's workqueue API came from: the API's own CPU counts and #ifs are not
         the caller's."""
-        from wqlint.scan.engine import API_HEADER  # (loaded by the scan already)
+        from wqlint.scan.treeapi import API_HEADER  # (loaded by the scan already)
         if not hasattr(self, "_api"):
             self._api = next((os.path.normpath(n) for n in self.unit.files() if n.endswith(API_HEADER)), None)
         return self._api

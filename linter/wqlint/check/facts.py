@@ -252,7 +252,8 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     """Run the tree analysis over root and keep every site, by file."""
     from pathlib import Path
 
-    from wqlint.scan.engine import SINKS as ENGINE_SINKS, Engine
+    from wqlint import api
+    from wqlint.scan.engine import Engine
 
     started = time.time_ns()
     delay = os.environ.get("WQLINT_TEST_FACTS_DELAY")  # tests: make concurrent checkers wait
@@ -273,7 +274,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
             continue  # wqlint's own description of the API
         by_file.setdefault(site.path, []).append(site)
         wrappers.update(site.via)
-        if site.entry not in ENGINE_SINKS:
+        if site.entry not in api.SINKS:
             wrappers.add(site.entry)
     base = root
     read = {rel for rel in analysis["read"] if not rel.startswith("<")}

@@ -52,7 +52,7 @@ class Range:
 def module_range(root: Path, given: Optional[tuple] = None) -> Range:
     if given is not None:
         return Range(given, None, "--oldest-kernel")
-    from wqlint.scan.engine import package_of
+    from wqlint.scan.targets import package_of
 
     for where in dict.fromkeys([root, package_of(root)]):
         got = _from_dkms(where / "dkms.conf", root)
@@ -77,7 +77,7 @@ def _dkms_fields(path: Path) -> Optional[dict]:
 def module_name(root: Path) -> str:
     """The name of the module whose directory is root: PACKAGE_NAME of its package's
     dkms.conf, else the directory's name."""
-    from wqlint.scan.engine import package_of
+    from wqlint.scan.targets import package_of
 
     for where in dict.fromkeys([root, package_of(root)]):
         name = (_dkms_fields(where / "dkms.conf") or {}).get("PACKAGE_NAME", "")

@@ -223,7 +223,7 @@ def _is_module(root: Path) -> bool:
     """Is root code outside a kernel tree (built for kernels other than the one scanned)?
     A slice of a tree whose top Makefile names its kernel version is that one kernel, as the
     scan takes it (engine: version from the Makefile, no module)."""
-    from wqlint.scan.engine import kernel_tree_of
+    from wqlint.scan.targets import kernel_tree_of
 
     return (not (root / API_HEADER).is_file() and kernel_tree_of(root) is None
             and kversion.from_makefile(root) is None)

@@ -29,7 +29,7 @@ from wqlint.fix.maintainers import (MAINTAINERS, Maintainers, SeriesError, TreeF
                                     require_tools)
 from wqlint.fix.compat import module_name
 from wqlint.fix.prefix import history_prefix, patch_prefix
-from wqlint.scan.engine import kernel_tree_of
+from wqlint.scan.targets import kernel_tree_of
 
 __all__ = ["write_series", "build_series", "left_out", "module_of", "SeriesError", "TreeFileMissing"]
 

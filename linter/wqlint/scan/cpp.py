@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from wqlint import safeio
+from wqlint.finding import Step
 
 _DIRECTIVE_RE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define)\b[ \t]*(.*)$")
 _UNDECIDABLE_RE = re.compile(r"^(CONFIG_|MODULE$|KBUILD_)")
@@ -434,6 +435,11 @@ class Decider:
                 return True, []
             out.append((cond, truth, tuple(nowhere), tuple(why) if truth is None else tuple(used)))
         return False, out
+
+    def steps(self, src, decided: list) -> list:
+        """Chain steps naming the conditions a line of src is compiled under (notes())."""
+        return [Step(src.rel, cond.line, src.line_text(cond.line).strip(), note)
+                for cond, note in self.notes(decided)]
 
     def notes(self, decided: list) -> list:
         """Chain notes for the conditions a line is compiled under: a version check or a

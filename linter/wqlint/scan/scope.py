@@ -136,3 +136,18 @@ def calls_named(chunk: Chunk, name: str, line: Optional[int] = None) -> list:
             continue
         out.append(caps["call"])
     return out
+
+
+def only_in_comments(chunk: Chunk, name: str, line: int) -> bool:
+    """Is every mention of name on line inside a comment or a string?"""
+    src = chunk.source
+    text = src.line_bytes(line)
+    row = line - chunk.first_line
+    for m in re.finditer(rb"\b" + re.escape(name.encode()) + rb"\b", text):
+        node = chunk.root.descendant_for_point_range((row, m.start()), (row, m.end()))
+        while node is not None and node.type not in ("comment", "string_literal", "system_lib_string",
+                                                      "char_literal"):
+            node = node.parent
+        if node is None:
+            return False
+    return True

@@ -185,12 +185,12 @@ def private_dir(path: Path, own: int = 2) -> bool:
     return True
 
 
-def walk(root: Path, hidden: Optional[list] = None) -> tuple:
+def walk(root: Path, hidden: Optional[list] = None, stamps: bool = True) -> tuple:
     """(rel -> (inode, size, mtime_ns, ctime_ns) of every regular .c/.h file as the tree
     search sees them, whether every directory could be listed and every file's stamp
     taken); hidden, when given, gets the rel paths of the hidden directories it skipped
     (.git aside), as the engine names them in its note (a symbolic link to a directory
-    counts, as for os.walk)."""
+    counts, as for os.walk). stamps False: the files without their stamps (None)."""
     out: dict = {}
     whole = True
 
@@ -216,6 +216,9 @@ def walk(root: Path, hidden: Optional[list] = None) -> tuple:
                     if entry.is_dir(follow_symlinks=False):
                         visit(entry.path, rel + name + "/")
                     elif name.endswith((".c", ".h")) and entry.is_file(follow_symlinks=False):
+                        if not stamps:
+                            out[rel + name] = None
+                            continue
                         st = entry.stat(follow_symlinks=False)
                         out[rel + name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 except OSError:
@@ -328,6 +331,11 @@ class Store:
         """The hidden directories the walk skipped."""
         self.wait()
         return self.hidden
+
+    def source_files(self) -> list:
+        """The .c/.h files the walk found (those the search of the tree reads)."""
+        self.wait()
+        return list(self._now)
 
     def _stamp(self, st):
         """A stamp to record: None when it is too close to now to tell a later rewrite."""
