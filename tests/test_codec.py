@@ -11,6 +11,7 @@ import pytest
 from wqlint import catalogue
 from wqlint.finding import Step
 from wqlint.scan import codec, engine, store
+from wqlint.scan.targets import Targets
 from wqlint.scan.values import Alt, Const, CpuCount, Op, Unknown
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +35,7 @@ def test_round_trip_of_a_real_scan():
         root = REPO / "tests" / "fixtures" / tree
         if not root.is_dir():
             continue
-        eng = engine.Engine([str(root)], cat, store=None)
+        eng = engine.Engine(Targets([str(root)]), cat, engine.ScanOptions())
         got = eng.analysis()
         got.pop("read")  # (kept beside it, in store.Kept)
         data = json.loads(json.dumps(c.encode(store.Analysis(**got))))

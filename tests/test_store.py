@@ -19,8 +19,10 @@ import pytest
 
 from wqlint import catalogue, lint
 from wqlint.scan import store
+from wqlint.scan.options import ScanOptions
 
 REPO = Path(__file__).resolve().parents[1]
+CACHED = ScanOptions(store=True)  # with the index kept between runs
 
 SUPER_C = """\
 #include <linux/workqueue.h>
@@ -86,8 +88,8 @@ def shape(report) -> list:
 def both(root: Path, cat, target: str = "") -> tuple:
     """(scan with the index, scan without it) of root (or of root/target)."""
     path = str(root / target) if target else str(root)
-    cached = lint.scan([path], cat, cache=True)
-    fresh = lint.scan([path], cat, cache=False)
+    cached = lint.scan([path], cat, CACHED)
+    fresh = lint.scan([path], cat)
     assert shape(cached) == shape(fresh)
     assert [str(e) for e in cached.errors] == [str(e) for e in fresh.errors]
     return cached, fresh
@@ -173,7 +175,7 @@ def test_touch_keeps_the_result(tree, cat):
     first, _ = both(tree, cat)
     os.utime(tree / "fs/foo/init.c", ns=(1, 1))
     os.utime(tree / "fs/foo/super.c", ns=(1, 1))
-    got = lint.scan([str(tree)], cat, cache=True)
+    got = lint.scan([str(tree)], cat, CACHED)
     assert shape(got) == shape(first)
     assert got.grep_rounds == 0
 
@@ -205,7 +207,7 @@ def test_scan_of_a_directory_then_the_tree(tree, cat):
     assert {f.path for f in sub.findings} == {"fs/foo/super.c"}
     whole, _ = both(tree, cat)
     assert {f.path for f in whole.findings} == {"fs/foo/super.c", "drivers/x/x.c"}
-    again = lint.scan([str(tree / "fs/foo")], cat, cache=True)
+    again = lint.scan([str(tree / "fs/foo")], cat, CACHED)
     assert shape(again) == shape(sub) and again.grep_rounds == 0
 
 
@@ -231,7 +233,7 @@ def test_broken_index_file_is_ignored(tree, cat):
 def test_scans_kept_by_other_code_are_not_read(tree, cat):
     """A checkout or upgrade of wqlint that keeps its version number: the sites the other
     code resolved are dropped, the searches kept."""
-    first = lint.scan([str(tree)], cat, cache=True)
+    first = lint.scan([str(tree)], cat, CACHED)
     assert cpu_findings(first)
 
     def rewrite(code):
@@ -242,9 +244,9 @@ def test_scans_kept_by_other_code_are_not_read(tree, cat):
         restore(tree, data)
 
     rewrite(store.code_id())
-    assert cpu_findings(lint.scan([str(tree)], cat, cache=True)) == []  # kept scans are read
+    assert cpu_findings(lint.scan([str(tree)], cat, CACHED)) == []  # kept scans are read
     rewrite("other code")
-    got = lint.scan([str(tree)], cat, cache=True)
+    got = lint.scan([str(tree)], cat, CACHED)
     assert shape(got) == shape(first) and got.grep_rounds == 0
 
 
@@ -325,7 +327,7 @@ def test_review_uses_the_index(tree, cat):
             [(c.path, c.line, c.finding.rule_id, [(s.path, s.line) for s in c.finding.chain])
              for c in plain.comments]
     # The index holds the tree's own copy of init.c, not the patched one.
-    scanned = lint.scan([str(tree)], cat, cache=True)
+    scanned = lint.scan([str(tree)], cat, CACHED)
     assert cpu_findings(scanned) == []
 
 
@@ -409,18 +411,18 @@ def test_a_file_rewritten_in_the_same_tick_is_looked_at_again(tree, cat, monkeyp
     assert "fs/foo/super.c" in files
     init.write_text(INIT_C.replace("num_online_cpus()", "1234567890"))
     os.utime(init, ns=(stamp, stamp))
-    assert cpu_findings(lint.scan([str(tree)], cat, cache=True)) == []
+    assert cpu_findings(lint.scan([str(tree)], cat, CACHED)) == []
 
 
 def test_an_unchanged_index_is_not_written_again(tree, cat):
-    lint.scan([str(tree)], cat, cache=True)
+    lint.scan([str(tree)], cat, CACHED)
     path = store.Store(tree).path
     before = path.stat()
-    got = lint.scan([str(tree)], cat, cache=True)
+    got = lint.scan([str(tree)], cat, CACHED)
     assert cpu_findings(got)
     assert (path.stat().st_ino, path.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
-    assert cpu_findings(lint.scan([str(tree)], cat, cache=True)) == []
+    assert cpu_findings(lint.scan([str(tree)], cat, CACHED)) == []
     assert path.stat().st_ino != before.st_ino
 
 
@@ -501,7 +503,7 @@ def test_an_index_others_could_have_written_is_not_read(tree, cat, what):
     first, _ = both(tree, cat)
     assert first.grep_rounds > 0
     write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
-    assert lint.scan([str(tree)], cat, cache=True).grep_rounds == 0  # the index answers
+    assert lint.scan([str(tree)], cat, CACHED).grep_rounds == 0  # the index answers
     _refuse(what, tree)
     path = store.Store(tree).path
     before = path.read_bytes()
@@ -522,7 +524,7 @@ def test_a_sticky_cache_home_is_used(tree, cat, monkeypatch, tmp_path):
     both(tree, cat)
     for d in (home / "wqlint", home / "wqlint" / "index"):
         assert os.stat(d).st_mode & 0o777 == 0o700
-    assert lint.scan([str(tree)], cat, cache=True).grep_rounds == 0
+    assert lint.scan([str(tree)], cat, CACHED).grep_rounds == 0
 
 
 def _doc_edits():
@@ -568,7 +570,7 @@ def test_an_index_of_the_wrong_shape_is_not_used(tree, cat, edit, monkeypatch):
     assert got.grep_rounds > 0 or edit.startswith(("a site", "a class", "a step", "garbage for a scan"))
     assert shape(got) == shape(first)
     assert stored(tree)["first"]["root"] == str(tree)
-    assert lint.scan([str(tree)], cat, cache=True).grep_rounds == 0
+    assert lint.scan([str(tree)], cat, CACHED).grep_rounds == 0
 
 
 @pytest.mark.parametrize("damage", ["truncated", "a byte changed", "empty", "a directory", "a FIFO",
@@ -730,14 +732,14 @@ def test_the_index_keeps_the_scans_used_last(tree, cat):
     for d in dirs[:8]:
         both(tree, cat, d)
     assert _kept_targets(tree) == dirs[:8]
-    again = lint.scan([str(tree / dirs[0])], cat, cache=True)  # used again: kept longest
+    again = lint.scan([str(tree / dirs[0])], cat, CACHED)  # used again: kept longest
     assert again.grep_rounds == 0
     for d in dirs[8:]:
         both(tree, cat, d)
     assert len(_kept_targets(tree)) == store.MAX_SCANS
     assert _kept_targets(tree) == [dirs[0]] + dirs[4:]
     for d in (dirs[0], dirs[10]):
-        got = lint.scan([str(tree / d)], cat, cache=True)
+        got = lint.scan([str(tree / d)], cat, CACHED)
         assert got.grep_rounds == 0 and [f.path for f in got.findings] == [d + "/d.c"]
 
 
@@ -833,7 +835,7 @@ def test_a_changed_file_too_large_to_read_means_starting_from_nothing_once(tree,
     write(tree, "include/linux/foo_defs.h", big.replace("4", "num_online_cpus()"))
     got, _ = both(tree, cat)
     assert [f[0] for f in cpu_findings(got)] == ["fs/foo/super.c"]
-    again = lint.scan([str(tree)], cat, cache=True)
+    again = lint.scan([str(tree)], cat, CACHED)
     assert again.grep_rounds == 0 and shape(again) == shape(got)
 
 
@@ -841,12 +843,12 @@ def test_what_a_killed_save_left_is_removed_by_the_next(tree, cat):
     """SIGKILL while the index is written leaves its temporary file (no handler runs): the
     next save removes such files once they are an hour old, and leaves a younger one (another
     run may be writing it) and anything not shaped like one."""
-    lint.scan([str(tree)], cat, cache=True)
+    lint.scan([str(tree)], cat, CACHED)
     path = store.Store(tree).path
     old, young, other = (path.parent / f".{path.name}.{x}" for x in ("k1ll3d.wqlint", "wr1t1ng.wqlint", "k1ll3d.txt"))
     for f in (old, young, other):
         f.write_bytes(b"partial")
     os.utime(old, (time.time() - 7200, time.time() - 7200))
     write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))  # so that the index is saved again
-    lint.scan([str(tree)], cat, cache=True)
+    lint.scan([str(tree)], cat, CACHED)
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, young.name, other.name])

@@ -14,6 +14,7 @@ import click
 
 from wqlint import __version__, catalogue as catalogue_mod, kversion
 from wqlint.formatters import FORMATS
+from wqlint.machine import MAX_CPUS, NCPUS
 
 
 def _load_catalogue(path):
@@ -72,9 +73,9 @@ def _analysis_options(command):
     for option in reversed([
         click.option("--kernel-version", callback=_version,
                      help="Semantics of this version (default: the tree's Makefile)."),
-        click.option("--cpus", type=click.IntRange(1, 65536), default=96, show_default=True,
+        click.option("--cpus", type=click.IntRange(1, 65536), default=NCPUS, show_default=True,
                      help="CPU count of the machine the messages describe."),
-        click.option("--max-cpus", type=click.IntRange(1, 65536), default=512, show_default=True,
+        click.option("--max-cpus", type=click.IntRange(1, 65536), default=MAX_CPUS, show_default=True,
                      help="Largest machine max-active-over-limit considers."),
         click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=None,
                      help="Rule catalogue [rules.yaml]."),
@@ -188,11 +189,15 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
             click.echo(f"\r\033[Kwqlint: {msg} ({time.monotonic() - started:.1f}s)", err=True, nl=False)
 
     kernel = _kernel_for(kernel_tree, paths)
+    scanned = None
     if engine == "coccinelle":
         report = _coccinelle(list(paths), cat, jobs, kernel_version, kernel)
     else:
-        report = _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, report_progress, kernel, cache,
-                          suppressed=fmt == "sarif")
+        from wqlint.scan.options import ScanOptions
+        scanned = _ts_scan(paths, cat, ScanOptions(jobs=jobs, kernel_version=kernel_version, kernel_tree=kernel,
+                                                   ncpus=cpus, max_cpus=max_cpus, store=cache,
+                                                   keep_suppressed=fmt == "sarif", progress=report_progress))
+        report = scanned.report
     if show_progress:
         click.echo("\r\033[K", err=True, nl=False)
     if fmt == "text" and not report.findings and not report.errors:
@@ -201,7 +206,7 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
             report.kernel_version_source, report.kernel_version_source)
         report.notes.append(f"no findings in {', '.join(paths)} ({_c_files(paths)} .c/.h files searched; "
                             f"{kversion.show(report.kernel_version)} from {source})")
-    selected = _config(report.root, cat, min_severity)
+    selected = _config(report.root, cat, min_severity, scanned=scanned)
     report.findings = selected.select(report.findings)
     report.suppressed = [(f, why) for f, why in report.suppressed if selected.keeps(f)]
     _emit(FORMATS[fmt](report, cat), output, report, fmt)
@@ -221,13 +226,15 @@ def _c_files(paths) -> int:
     return count
 
 
-def _config(root, cat, min_severity=None, max_findings=None):
-    """The tree's .wqlint.yaml (none: everything), with the command line's options over it."""
+def _config(root, cat, min_severity=None, max_findings=None, scanned=None):
+    """The tree's .wqlint.yaml (none: everything), with the command line's options over it.
+    scanned: a scan of the tree (lint.Linted), which has read it already."""
     from wqlint import config
     if not root:
         return config.Config().override(min_severity, max_findings)
     try:
-        return config.load(root, cat.ids()).override(min_severity, max_findings)
+        found = scanned.tree_config() if scanned is not None else config.load(root, cat.ids())
+        return found.override(min_severity, max_findings)
     except config.ConfigError as exc:
         _fail(exc)
 
@@ -531,32 +538,30 @@ def _reported_text(path, new) -> str:
     return old + "".join(fp + "\n" for fp in add)
 
 
-def _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, progress=None, kernel=None, cache=True,
-             suppressed=False):
-    """The tree-sitter engine over PATHS; a path that does not exist is a usage error."""
-    from wqlint.lint import scan as ts_scan
+def _ts_scan(paths, cat, options):
+    """The tree-sitter engine over PATHS (lint.Linted); a path that does not exist is a usage error."""
+    from wqlint import lint
     from wqlint.scan.targets import UsageError
 
     try:
-        return ts_scan(list(paths), cat, jobs=jobs, kernel_version=kernel_version,
-                       ncpus=cpus, max_cpus=max_cpus, progress=progress, kernel_tree=kernel, cache=cache,
-                       suppressed=suppressed)
+        return lint.run(list(paths), cat, options)
     except UsageError as exc:
         _fail(exc)
 
 
-def _tree_report(paths, cat, jobs, kernel_version, cpus, max_cpus, findings_json=None, kernel=None, cache=True):
-    """The findings fix and bulk work from: a fresh scan of PATHS, or a saved JSON scan
-    checked against the files as they are now."""
+def _tree_report(paths, cat, options, findings_json=None) -> tuple:
+    """The findings fix and bulk work from: (a fresh scan of PATHS, lint.Linted), or (a saved
+    JSON scan checked against the files as they are now, None)."""
     if findings_json is None:
-        return _ts_scan(paths, cat, jobs, kernel_version, cpus, max_cpus, kernel=kernel, cache=cache)
+        scanned = _ts_scan(paths, cat, options)
+        return scanned.report, scanned
     from wqlint.fix import saved
     from wqlint.scan.targets import followed_links
 
     # The tree the scan saw: a module directory's links into its package included.
     paths = list(paths) + [str(p) for p in followed_links([Path(p) for p in paths])[0]]
     try:
-        return saved.load(findings_json, _root_of(paths), paths, cat.ids(), kernel_version)
+        return saved.load(findings_json, _root_of(paths), paths, cat.ids(), options.kernel_version), None
     except saved.SavedError as exc:
         _fail(exc)
 
@@ -588,15 +593,17 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     unknown = [r for r in rule_ids if r not in cat.ids()]
     if unknown:
         raise click.UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(cat.ids())})")
-    report = _tree_report(paths, cat, jobs or os.cpu_count() or 1, kernel_version, cpus, max_cpus,
-                          findings_json, _kernel_for(kernel_tree, paths), cache)
-    report.findings = _config(report.root, cat).select(report.findings)
+    from wqlint.scan.options import ScanOptions
+
+    options = ScanOptions(jobs=jobs or os.cpu_count() or 1, kernel_version=kernel_version,
+                          kernel_tree=_kernel_for(kernel_tree, paths), ncpus=cpus, max_cpus=max_cpus, store=cache)
+    report, scanned = _tree_report(paths, cat, options, findings_json)
+    report.findings = _config(report.root, cat, scanned=scanned).select(report.findings)
     for err in report.errors:
         _stderr(str(err))
     try:
         result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest,
-                               engine=dict(jobs=jobs or os.cpu_count() or 1, ncpus=cpus, max_cpus=max_cpus,
-                                           kernel_tree=_kernel_for(kernel_tree, paths), cache=cache))
+                               options=options)
     except plan_mod.FixError as exc:
         _fail(exc)
     for note in report.notes + result.notes:
@@ -739,8 +746,10 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
             verify_mod.build(scratch, Path(build_dir) if build_dir else out / "verify" / "build",
                              touched, jobs, outcome, original=root)
             # (the scratch copy is remade by every run: no index of it is kept)
-            again = _tree_report([str(scratch / t) for t in verify_mod.judged_from(fixes, touched)], cat, jobs,
-                                 result.version, cpus, max_cpus, cache=False)
+            from wqlint.scan.options import ScanOptions
+            again, _ = _tree_report([str(scratch / t) for t in verify_mod.judged_from(fixes, touched)], cat,
+                                    ScanOptions(jobs=jobs, kernel_version=result.version, ncpus=cpus,
+                                                max_cpus=max_cpus))
             outcome.remaining = verify_mod.left_over(again.findings, fixes, result.not_fixed)
         except verify_mod.VerifyError as exc:
             _fail(exc)

@@ -1,20 +1,49 @@
-"""A scan of paths: the sites wqlint.scan resolves, judged by the rules of wqlint.checks."""
+"""A scan of paths: the sites wqlint.scan resolves, judged by the rules of wqlint.checks, as
+the tree's own configuration (.wqlint.yaml, read once) leaves them on."""
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Optional
+
 from wqlint import config
+from wqlint.config import Config, ConfigError
 from wqlint.checks import judge, unread
 from wqlint.finding import Report
 from wqlint.scan.engine import Engine
+from wqlint.scan.options import ScanOptions
+from wqlint.scan.targets import Targets
 
 
-def scan(paths, catalogue, jobs=1, kernel_version=None, ncpus=96, max_cpus=512, progress=None,
-         kernel_tree=None, cache=False, suppressed=False) -> Report:
-    """suppressed: also list what suppression comments hide (Report.suppressed)."""
-    engine = Engine(paths, catalogue, jobs, kernel_version, ncpus, max_cpus, progress,
-                    kernel_tree=kernel_tree, store=True if cache else None)
-    engine.keep_suppressed = suppressed
-    try:  # what the tree's .wqlint.yaml leaves on decides what is worth resolving
-        engine.unread = unread(config.load(engine.root, catalogue.ids()).rule_on)
-    except config.ConfigError:
-        pass  # the command reports it
-    return engine.run(judge)
+@dataclass(frozen=True)
+class Linted:
+    """A scan's report and the tree configuration it was made with."""
+
+    report: Report
+    config: Optional[Config]  # None: the tree's .wqlint.yaml cannot be used (config_error)
+    config_error: Optional[ConfigError] = None
+
+    def tree_config(self) -> Config:
+        """The tree's configuration; its ConfigError when it cannot be used."""
+        if self.config is None:
+            assert self.config_error is not None
+            raise self.config_error
+        return self.config
+
+
+def run(paths, catalogue, options: ScanOptions) -> Linted:
+    """The scan of paths (UsageError when they cannot be scanned together). What the tree's
+    .wqlint.yaml leaves on decides what is worth resolving; one the tree cannot use leaves
+    everything on (the command reports it: Linted.tree_config())."""
+    targets = Targets(paths)
+    try:
+        found: Optional[Config] = config.load(targets.root, catalogue.ids())
+        error = None
+    except ConfigError as exc:
+        found, error = None, exc
+    options = replace(options, unread=unread(found.rule_on) if found is not None else frozenset())
+    return Linted(Engine(targets, catalogue, options).run(judge), found, error)
+
+
+def scan(paths, catalogue, options: Optional[ScanOptions] = None) -> Report:
+    """The report alone of the scan of paths (run())."""
+    return run(paths, catalogue, options or ScanOptions()).report

@@ -25,7 +25,7 @@ import re
 import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -33,9 +33,11 @@ from wqlint import errors, kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
+from wqlint.machine import MAX_CPUS, NCPUS
 from wqlint.scan.engine import Engine
-from wqlint.scan.targets import find_root
 from wqlint.scan.index import Overlay
+from wqlint.scan.options import ScanOptions
+from wqlint.scan.targets import Targets, find_root
 from wqlint.scan.site import flag_names
 from wqlint.scan.values import Op, cpu_path, evaluate, show
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, is_c_source, read_source
@@ -493,13 +495,13 @@ def git_series(tree: str, revs: str) -> tuple:
 
 
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
-           kernel_version: Optional[tuple] = None, ncpus: int = 96, max_cpus: int = 512,
+           kernel_version: Optional[tuple] = None, ncpus: int = NCPUS, max_cpus: int = MAX_CPUS,
            show_all: bool = False, base_reader=None, kernel_tree=None, cache: bool = False,
            reported: frozenset = frozenset()) -> Review:
     """cache: use (and update) the index of the tree kept between runs (wqlint.scan.store).
     reported: fingerprints a bot has already commented on; such findings are not comments."""
-    opts = dict(jobs=jobs, kernel_version=kernel_version, ncpus=ncpus, max_cpus=max_cpus,
-                kernel_tree=kernel_tree)
+    options = ScanOptions(jobs=jobs, kernel_version=kernel_version, kernel_tree=kernel_tree, ncpus=ncpus,
+                          max_cpus=max_cpus)
     treepath = Path(os.path.abspath(tree)) if tree else None
     if treepath is not None and base_reader is None:
         treepath = _patch_root(treepath, patches)
@@ -525,12 +527,21 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     if applied_note:
         result.notes.append(applied_note)
 
+    def engine(root: Path, files: Optional[dict] = None) -> Engine:
+        """An engine over root, whose files are read from files where it has them."""
+        return Engine(Targets([root], review=files is not None), catalogue,
+                      replace(options, files=Overlay(root, files) if files is not None else None))
+
     prefix = ""
     if treepath is not None:
         root = find_root([treepath])
+        store = None
         if cache and kernel_tree is None:  # one index for both sides, written once at the end
-            from wqlint.scan.engine import open_store
-            opts["store"] = open_store(root)
+            from wqlint.scan.store import Store
+            store = Store(root).open()
+        # Two engines at once: they share the cores.
+        options = replace(options, jobs=max(1, jobs // 2), store=store if store is not None else False,
+                          save_store=False)
         prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
         overlay = {prefix + p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         added = {prefix + p: lines for p, lines in added.items()}
@@ -542,31 +553,26 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
             words = set()
             for data in filter(None, overlay.values()):  # (None: deleted)
                 words.update(re.findall(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
-            opts.update(focus=changed, focus_words=frozenset(words))
+            options = replace(options, focus=tuple(changed), focus_words=frozenset(words))
         if base_reader is None:
-            before_engine = Engine([root], catalogue, **opts)
+            before_engine = engine(root)
         else:  # the checkout is not at BASE: show the touched files as they were there
-            base_files = {prefix + p: base_reader(p, patches[0]) for p in after_files
-                          if is_c_source(p.rsplit("/", 1)[-1])}
-            before_engine = Engine([root], catalogue, files=Overlay(root, base_files), **opts)
-        after_engine = Engine([root], catalogue, files=Overlay(root, overlay), **opts)
-        for engine in (before_engine, after_engine):  # two at once: share the cores
-            engine.index.jobs = max(1, jobs // 2)
-            engine.save_store = False
+            before_engine = engine(root, {prefix + p: base_reader(p, patches[0]) for p in after_files
+                                          if is_c_source(p.rsplit("/", 1)[-1])})
+        after_engine = engine(root, overlay)
         # Most of a review is waiting for searches of the tree: run both sides at once.
         with ThreadPoolExecutor(2) as pool:
             before_job = pool.submit(before_engine.run, judge)
             after = after_engine.run(judge)
             before = before_job.result()
-        if opts.get("store") is not None and not before_engine.index.errors and not after_engine.index.errors:
-            opts["store"].save()
+        if store is not None and not before_engine.index.errors and not after_engine.index.errors:
+            store.save()
         result.root = str(root)
     else:
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
-            before_engine = Engine([empty], catalogue, files=Overlay(Path(empty), base), **opts)
-            after_engine = Engine([empty], catalogue, files=Overlay(Path(empty), overlay), **opts)
+            before_engine, after_engine = engine(Path(empty), base), engine(Path(empty), overlay)
             before, after = before_engine.run(judge), after_engine.run(judge)
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")

@@ -25,6 +25,7 @@ import sys
 # end before any scan (the scanner, dataclasses, pathlib, tempfile come in only then).
 from wqlint.check.args import Invocation, parse_args, split_own
 from wqlint.check.errors import CheckError
+from wqlint.machine import MAX_CPUS, NCPUS
 
 __all__ = ["CheckError", "Invocation", "check", "main", "parse_args", "run_command"]
 
@@ -35,14 +36,14 @@ def _say(line: str) -> None:
     print(printable(line), file=sys.stderr)
 
 
-def check(inv, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
+def check(inv, catalogue, kernel_version=None, ncpus=NCPUS, max_cpus=MAX_CPUS, use_facts=True):
     """(the findings for inv.file, the problems worth a line of their own)."""
     from wqlint.check.checker import check as run_check
     return run_check(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts)
 
 
-def run_command(inv: Invocation, catalogue, also_sparse=False, kernel_version=None, ncpus=96,
-                max_cpus=512) -> int:
+def run_command(inv: Invocation, catalogue, also_sparse=False, kernel_version=None, ncpus=NCPUS,
+                max_cpus=MAX_CPUS) -> int:
     """`wqlint check`: print sparse's output (--also-sparse), then the findings, on stderr as
     sparse does; the exit status Kbuild expects of a checker (0: checked, findings or not)."""
     try:
@@ -87,7 +88,7 @@ def main(argv: list):
         if "--kernel-version" in opts:
             from wqlint import kversion
             version = kversion.parse_version(opts["--kernel-version"])
-        cpus, max_cpus = int(opts.get("--cpus", 96)), int(opts.get("--max-cpus", 512))
+        cpus, max_cpus = int(opts.get("--cpus", NCPUS)), int(opts.get("--max-cpus", MAX_CPUS))
         inv = parse_args(rest)
     except (ValueError, CheckError):
         return None

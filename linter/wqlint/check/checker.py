@@ -20,6 +20,7 @@ from wqlint.check.mapping import Mapping, column
 from wqlint.check.original import Original
 from wqlint.check.preprocess import preprocess
 from wqlint.check.unit import Unit
+from wqlint.machine import MAX_CPUS, NCPUS
 
 # The names of queues a tree may deprecate: their uses are a second kind of site.
 _QUEUES = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(api.DEPRECATED_SYSTEM_QUEUES))) + r")\b")
@@ -116,7 +117,8 @@ class Checker:
 
     def scan(self, unit: Unit, facts, workdir):
         from wqlint.checks import judge
-        from wqlint.scan.engine import Engine
+        from wqlint.scan.engine import Engine, ScanOptions
+        from wqlint.scan.targets import Targets
 
         self.unit = unit
         unit_dir = os.path.join(workdir, "unit")
@@ -127,9 +129,9 @@ class Checker:
         with open(os.path.join(unit_dir, self.unit_rel), "wb") as handle:
             handle.write(data)
         version = self.kernel_version or kernel_version(self.root)
-        eng = self.engine = Engine([os.path.join(unit_dir, self.unit_rel)], self.catalogue, jobs=1,
-                                   kernel_version=version, ncpus=self.ncpus, max_cpus=self.max_cpus,
-                                   preloaded={self.unit_rel: data})
+        eng = self.engine = Engine(Targets([os.path.join(unit_dir, self.unit_rel)]), self.catalogue,
+                                   ScanOptions(kernel_version=version, ncpus=self.ncpus, max_cpus=self.max_cpus,
+                                               preloaded={self.unit_rel: data}))
         say("scanner ready")
         sites = eng.sites()
         say(f"{len(sites)} sites in the unit")
@@ -154,14 +156,16 @@ class Checker:
         out += self.queue_uses(workdir, version)
         if not out:
             return [], list(self.notes) + errors
-        if self.unit_rel in eng.api_files or _defines_entry_point("\n".join(self.orig.lines(self.inv.file))):
+        api_files = eng.api_files
+        if self.unit_rel in api_files or _defines_entry_point("\n".join(self.orig.lines(self.inv.file))):
             # the checked file defines the API (kernel/workqueue.c), under the paths its sites carry
-            eng.api_files.update({self.rel} | {s.path for s in out if s.path == self.rel
-                                              or s.path.endswith(os.sep + self.rel)})
+            api_files |= {self.rel} | {s.path for s in out if s.path == self.rel
+                                       or s.path.endswith(os.sep + self.rel)}
         header = self.api_header()
         ctx = eng.context(bits=eng.bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
                           api_header=header,
-                          header_text="\n".join(self.orig.lines(header)).encode() if header else None)
+                          header_text="\n".join(self.orig.lines(header)).encode() if header else None,
+                          api_files=api_files)
         findings = judge(out, ctx)
         say(f"{len(findings)} findings")
         return self.with_configuration(findings, out), list(self.notes) + errors
@@ -172,7 +176,8 @@ class Checker:
         such as flush_workqueue() no longer show the call the source writes.)"""
         from dataclasses import replace
 
-        from wqlint.scan.engine import Engine
+        from wqlint.scan.engine import Engine, ScanOptions
+        from wqlint.scan.targets import Targets
         text = "\n".join(self.orig.lines(self.inv.file))
         if not _QUEUES.search(text):
             return []
@@ -182,8 +187,8 @@ class Checker:
         data = text.encode("utf-8", "surrogateescape")
         with open(path, "wb") as handle:
             handle.write(data)
-        eng = Engine([path], self.catalogue, jobs=1, kernel_version=version,
-                     preloaded={self.unit_rel: data})
+        eng = Engine(Targets([path]), self.catalogue,
+                     ScanOptions(kernel_version=version, preloaded={self.unit_rel: data}))
         shown = self.shown(self.rel)
         out = []
         for use in eng.uses():
@@ -382,7 +387,7 @@ class Checker:
         return replace(tree_site, flags=rebind(tree_site.flags), max_active=rebind(tree_site.max_active))
 
 
-def check(inv, catalogue, kernel_version=None, ncpus=96, max_cpus=512, use_facts=True):
+def check(inv, catalogue, kernel_version=None, ncpus=NCPUS, max_cpus=MAX_CPUS, use_facts=True):
     """(findings for inv.file, the problems worth a line of their own)."""
     return Checker(inv, catalogue, kernel_version, ncpus, max_cpus, use_facts).run()
 

@@ -253,7 +253,8 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     from pathlib import Path
 
     from wqlint import api
-    from wqlint.scan.engine import Engine
+    from wqlint.scan.engine import Engine, ScanOptions
+    from wqlint.scan.targets import Targets
 
     started = time.time_ns()
     delay = os.environ.get("WQLINT_TEST_FACTS_DELAY")  # tests: make concurrent checkers wait
@@ -264,7 +265,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     # sites are taken from it, and a tree changed since is resolved again from its answers.
     # root given: the facts are keyed by paths in root, as Kbuild names the files it compiles
     # (a module directory's symbolic links are not followed out of it, as a scan would).
-    engine = Engine([root], None, jobs=jobs or os.cpu_count() or 1, store=True, root=Path(root))
+    engine = Engine(Targets([root], root=Path(root)), None, ScanOptions(jobs=jobs or os.cpu_count() or 1, store=True))
     analysis = engine.analysis()
     sites = analysis["sites"]
     by_file: dict = {}

@@ -23,6 +23,7 @@ from wqlint.finding import Finding, Report
 from wqlint.fix import compat, edits as edit_kinds
 from wqlint.fix.model import FileChange, Fix
 from wqlint.scan import parser
+from wqlint.scan.options import ScanOptions
 from wqlint.scan.source import SourceError, SourceFile, read_source
 
 NOT_FOUND_AGAIN = "not found again in the file as it is now (judged afresh from its bytes): scan again"
@@ -67,10 +68,12 @@ def tree_facts(root: Path, version: tuple) -> edit_kinds.TreeFacts:
 
 
 def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
-         suggestions: bool = False, oldest: Optional[tuple] = None, engine: Optional[dict] = None) -> Plan:
+         suggestions: bool = False, oldest: Optional[tuple] = None,
+         options: Optional[ScanOptions] = None) -> Plan:
     """oldest: the oldest kernel a module outside the kernel tree builds for (None: what
-    the module says, fix.compat). engine: the options of the scan that judges the files
-    again (jobs, ncpus, max_cpus, kernel_tree; see rejudge())."""
+    the module says, fix.compat). options: those of the scan that judges the files again
+    (jobs, ncpus, max_cpus, kernel_tree, store; see rejudge())."""
+    options = options or ScanOptions()
     root = Path(report.root)
     version = tuple(report.kernel_version)
     result = Plan(root, target, version)
@@ -100,7 +103,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
             contents[path] = read_source(root / path, root)
         except SourceError as exc:
             raise FixError(f"{path}: {exc}") from None
-    found = rejudge(root, catalogue, version, contents, **(engine or {})) if contents else {}
+    found = rejudge(root, catalogue, version, contents, options) if contents else {}
     planned: dict = {}  # file to edit -> [(finding as judged now, case, why)]
     for path in sorted(by_file):
         for f, case, _why in by_file[path]:
@@ -120,7 +123,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         if change is not None:
             result.changes.append(change)
     if any(fx.edit == "add-reclaim" for fx in result.fixes()):
-        _no_new_reclaim_work(result, catalogue, contents, found, planned, facts, engine or {})
+        _no_new_reclaim_work(result, catalogue, contents, found, planned, facts, options)
     if result.changes and _is_module(root):
         _guard(result, compat.module_range(root, oldest))
     return result
@@ -148,7 +151,7 @@ def _decide(f: Finding, catalogue, target: str, version: tuple, suggestions: boo
 
 
 def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, planned: dict, facts,
-                         engine: dict) -> None:
+                         options: ScanOptions) -> None:
     """The files are judged again as the fixes leave them. A fix that adds WQ_MEM_RECLAIM is
     not made (nor another that adds it at the same call; the file is changed without them) where the
     finding it fixes is still there (the flag does not reach the queue: a wrapper masks it),
@@ -163,7 +166,7 @@ def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, p
     after.update((c.path, c.after.encode("utf-8")) for c in result.changes if c.path in wanted)
     rules = {fx.finding.rule_id for fx in rescuing}
     before = {_seen(f) for f in found.values()}
-    now = [f for key, f in sorted(rejudge(result.root, catalogue, result.version, after, **engine).items())
+    now = [f for key, f in sorted(rejudge(result.root, catalogue, result.version, after, options).items())
            if key[0] in rules]
     changed = {c.path: c for c in result.changes}
     dropped: dict = {}  # (path, line before the edits) of a call -> why its fixes are not made
@@ -261,18 +264,18 @@ def _by_real_path(root: Path, findings: list) -> list:
     return out
 
 
-def rejudge(root: Path, catalogue, version: tuple, contents: dict, jobs: int = 1, ncpus: int = 96,
-            max_cpus: int = 512, kernel_tree=None, cache: bool = False) -> dict:
+def rejudge(root: Path, catalogue, version: tuple, contents: dict, options: ScanOptions) -> dict:
     """{_key(finding): finding} of a scan of the files contents names (rel ->
-    the bytes to edit), read from those bytes; the rest of the tree as it is (cache: as
-    the index, which answers as the tree does, gives it)."""
+    the bytes to edit), read from those bytes, for version; the rest of the tree as it is
+    (options.store: as the index, which answers as the tree does, gives it)."""
     from wqlint.checks import judge
     from wqlint.scan.engine import Engine
     from wqlint.scan.index import Overlay
+    from wqlint.scan.targets import Targets
 
-    engine = Engine([str(root / rel) for rel in sorted(contents)], catalogue, jobs=jobs, kernel_version=version,
-                    ncpus=ncpus, max_cpus=max_cpus, kernel_tree=kernel_tree, files=Overlay(root, contents),
-                    root=root, store=True if cache and kernel_tree is None else None)
+    targets = Targets([str(root / rel) for rel in sorted(contents)], root=root)
+    engine = Engine(targets, catalogue, dataclasses.replace(options, kernel_version=version,
+                                                            files=Overlay(root, contents)))
     return {_key(f): f for f in engine.run(judge).findings}
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from wqlint import api
 from wqlint.finding import InputError, Report
 from wqlint.scan.cpp import Decider
 from wqlint.scan.index import TreeFiles, TreeIndex
+from wqlint.scan.options import ScanOptions
 from wqlint.scan.resolve import Resolver
 from wqlint.scan.site import CheckContext, FlagBits
 from wqlint.scan.sites import SiteFinder
@@ -27,71 +27,65 @@ from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
 from wqlint.scan.work import WorkModel
 
-__all__ = ["Engine", "UsageError"]
+if TYPE_CHECKING:
+    from wqlint.scan.store import Store
+
+__all__ = ["Engine", "ScanOptions", "UsageError"]
 
 MAX_ROUNDS = 12  # searches of the tree, each for the names the round before found wanting
 
 
 class Engine:
-    def __init__(self, paths: list, catalogue, jobs: int = 1, kernel_version: Optional[tuple] = None,
-                 ncpus: int = 96, max_cpus: int = 512, progress=None, focus: Optional[list] = None,
-                 focus_words: frozenset = frozenset(), preloaded: Optional[dict] = None,
-                 kernel_tree=None, files=None, store=None, root: Optional[Path] = None):
-        """files: how the tree's files are read (scan.index.TreeFiles; an Overlay for a
-        review: the tree as a patch series makes it). root: the tree the paths are judged
-        in, when not the one they make alone (find_root): fix judges a tree's files again.
+    """A scan of the targets, as the options say: run() resolves their sites and judges them.
+    Nothing is set on an engine once it is made."""
 
-        store: True for the index kept between runs in the user's cache directory
-        (wqlint.scan.store), a Store already opened for this tree, or None. Not used with a
-        separate kernel tree (kernel_tree), whose files it does not follow."""
+    def __init__(self, targets: Targets, catalogue, options: ScanOptions):
+        """UsageError when a --kernel-tree is given for paths inside another kernel tree."""
+        self.targets = targets
         self.catalogue = catalogue
-        self.jobs = jobs
-        self.keep_suppressed = False  # run() lists what suppression comments hide, too
-        # Parts of sites that no rule that is on reads (wqlint.checks.unread): not built.
-        self.unread: frozenset = frozenset()
-        self.focus = Focus(tuple(focus) if focus is not None else None, focus_words)
-        self.progress = progress
-        self.scope = Targets(paths, root, review=files is not None)
-        self.root = self.scope.root
-        self.errors = self.scope.errors
-        chosen = kernel_api(self.root, self.scope.paths[0], kernel_tree, kernel_version)
-        self.notes = self.scope.notes + list(chosen.notes)
-        self.kernel, self.version, self.version_source = chosen.kernel, chosen.version, chosen.version_source
+        self.options = options
+        self.root = targets.root
+        self.errors = targets.errors  # the input errors met, in order (the targets' first)
+        self.focus = Focus(options.focus, options.focus_words)
+        chosen = kernel_api(self.root, targets.paths[0], options.kernel_tree, options.kernel_version)
+        self.notes = targets.notes + list(chosen.notes)
+        self.version, self.version_source = chosen.version, chosen.version_source
         self.api_header = chosen.header
-        if self.kernel is not None:
-            store = None
-        elif store is True:
-            store = open_store(self.root)
+        store: Optional[Store] = None
+        if isinstance(options.store, bool):
+            if options.store and chosen.kernel is None:
+                from wqlint.scan.store import Store
+                store = Store(self.root).open()
+        elif chosen.kernel is None:
+            store = options.store
         self.store = store
-        self.save_store = True  # write the store when the analysis is done
-        self.index = TreeIndex(self.root, jobs, chosen.extra, preloaded=preloaded, kernel=self.kernel,
-                               files=files, store=store)
+        self.index = TreeIndex(self.root, options.jobs, chosen.extra, preloaded=options.preloaded,
+                               kernel=chosen.kernel, files=options.files, store=store)
         self.cpp = Decider(self.index, self.version)
         self.resolver = Resolver(self.index, self.cpp)
-        self.cpp.build_dirs = self.scope.build_dirs()
-        self.ncpus, self.max_cpus = ncpus, max_cpus
+        self.cpp.build_dirs = targets.build_dirs()
         self.api = TreeApi(self.index, self.resolver, chosen)
-        self.finder = SiteFinder(self.index, self.resolver, self.cpp, self.scope, self.focus, store,
-                                 self.api_header)
-        self.api_files = self.finder.api_files
+        self.finder = SiteFinder(self.index, self.resolver, self.cpp, targets, self.focus, store, self.api_header)
 
     # scan.work marks a flush's suppression comment as the sites' are
     _suppressed = staticmethod(suppressed)
 
-    def in_targets(self, rel: str) -> bool:
-        return self.scope.holds(rel)
+    @property
+    def api_files(self) -> frozenset:
+        """The files found to define an entry point of the API (an entry point calls another)."""
+        return frozenset(self.finder.api_files)
 
     def sites(self) -> list:
         """Every allocation site reachable from the paths, resolved but not yet judged."""
-        self.scope.check_named_files(self.index.preloaded)
+        self.targets.check_named_files(self.index.preloaded)
         self.api.prefetch()
         sites = []
         for rnd in range(MAX_ROUNDS):
             self.resolver.new_round()
             sites = self.finder.find()
-            if self.progress:
-                self.progress(f"round {rnd + 1}: {len(sites)} allocation sites, "
-                              f"{len(self.index.pending)} names to look up")
+            if self.options.progress:
+                self.options.progress(f"round {rnd + 1}: {len(sites)} allocation sites, "
+                                      f"{len(self.index.pending)} names to look up")
             if not self.index.fetch_pending():
                 break
         self.api.warm_bits()
@@ -99,7 +93,7 @@ class Engine:
 
     def uses(self) -> list:
         """The QueueUse sites of the targets, without resolving allocations."""
-        return QueueUses(self.index, self.resolver.macros, self.cpp, self.scope, self.focus).find(MAX_ROUNDS)
+        return QueueUses(self.index, self.resolver.macros, self.cpp, self.targets, self.focus).find(MAX_ROUNDS)
 
     def bits(self, near: Optional[str] = None) -> FlagBits:
         """The WQ_* values as the API header defines them (or as the file near sees them)."""
@@ -109,7 +103,7 @@ class Engine:
         """The work items put on queues allocated with api.RESCUER_FLAG whose functions reach a
         flush (scan.work), looked up round by round like the sites' values."""
         rescuer = bits.bit(api.RESCUER_FLAG)
-        if not rescuer or "flow" in self.unread:
+        if not rescuer or "flow" in self.options.unread:
             return []
         header = self.index.source(self.api_header)
         model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
@@ -120,7 +114,7 @@ class Engine:
         def wanted(site) -> bool:
             got = answers.get(id(site))
             if got is None:
-                got = answers[id(site)] = self.scope.holds(site.path) and not self.focus.outside(site.path) \
+                got = answers[id(site)] = self.targets.holds(site.path) and not self.focus.outside(site.path) \
                     and any(v & rescuer for v in evaluate(site.flags, 1)[0])
             return got
         flows: list = []
@@ -146,25 +140,28 @@ class Engine:
         return flows
 
     def context(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None,
-                header_text: Optional[bytes] = None) -> CheckContext:
-        """header_text: the API header's text when it is not a file of the scanned tree (the
-        header a checked unit was preprocessed with)."""
+                header_text: Optional[bytes] = None, api_files: Optional[frozenset] = None) -> CheckContext:
+        """The rules' context. header_text: the API header's text when it is not a file of the
+        scanned tree (the header a checked unit was preprocessed with); api_files: the files
+        defining the API, when not those the scan found (self.api_files)."""
         bits = bits or self.api.bits()
         if header_text is None:
             header = self.index.source(api_header or self.api_header)
             header_text = header.data if header is not None else b""
         name_len, warns, where = self.api.name_len()
+        header_rel = api_header or self.api_header
         return CheckContext(self.catalogue, self.version, self.version_source, bits,
-                            has_percpu=bool(bits.bit("WQ_PERCPU")), api_header=api_header or self.api_header,
-                            ncpus=self.ncpus, max_cpus=self.max_cpus, declared=declared_queues(header_text),
-                            api_files=frozenset(self.api_files), name_len=name_len, name_warns=warns,
-                            name_len_step=where, helper_queues=helper_queues(header_text,
-                                                                             api_header or self.api_header))
+                            has_percpu=bool(bits.bit("WQ_PERCPU")), api_header=header_rel,
+                            ncpus=self.options.ncpus, max_cpus=self.options.max_cpus,
+                            declared=declared_queues(header_text),
+                            api_files=self.api_files if api_files is None else api_files,
+                            name_len=name_len, name_warns=warns, name_len_step=where,
+                            helper_queues=helper_queues(header_text, header_rel))
 
     def _hidden_note(self) -> None:
         """The search skips hidden directories (.tmp_versions, a vendor's .foo/): say so, once,
         naming them, rather than scan less than was asked without a word."""
-        hidden, _count = self.scope.searched(self.store)
+        hidden, _count = self.targets.searched(self.store)
         if hidden:
             more = f" and {len(hidden) - 3} more" if len(hidden) > 3 else ""
             self.notes.append(f"hidden directories are not searched: {', '.join(sorted(hidden)[:3])}{more}")
@@ -176,10 +173,10 @@ class Engine:
         None without a store}), call_sha. Taken from the store when nothing they depend on
         changed since they were kept."""
         key = self._scan_key()
-        kept = self.store.scan(key) if key is not None else None
-        if kept is not None:
-            self.scope.check_named_files(self.index.preloaded)
-            if self.save_store and self.store.unsaved:  # new stamps (a touched file), the scan's use
+        kept = self.store.scan(key) if self.store is not None and key is not None else None
+        if self.store is not None and kept is not None:
+            self.targets.check_named_files(self.index.preloaded)
+            if self.options.save_store and self.store.unsaved:  # new stamps (a touched file), the scan's use
                 self.store.save()
             return kept
         # Searched with the first round of sites(): the uses of the system queues, and the
@@ -188,7 +185,7 @@ class Engine:
         # With the rules of work items on, the flushes too (the files where scan.work looks
         # for a callee its caller's subsystem does not define).
         for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES] + (
-                [] if "flow" in self.unread else [c.name for c in api.FLUSH_CALLS]):
+                [] if "flow" in self.options.unread else [c.name for c in api.FLUSH_CALLS]):
             self.index.occurrences(name)
         sites = self.sites()
         bits = self.api.bits()
@@ -217,7 +214,7 @@ class Engine:
         call_sha = {}
         for s in list(sites) + list(uses):
             src = self.index.files.get(s.path)
-            if src is not None and self.scope.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
+            if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
         result = {"sites": sites, "uses": uses, "flows": flows, "bits": bits, "bad": dict(self.index.bad),
                   "errors": list(self.index.errors), "parse_errors": dict(self.finder.parse_errors),
@@ -226,7 +223,7 @@ class Engine:
         if self.store is not None and not self.index.errors:
             if key is not None:
                 self.store.keep_scan(key, result)
-            if self.save_store:
+            if self.options.save_store:
                 self.store.save()
         return result
 
@@ -236,31 +233,31 @@ class Engine:
         got = self.analysis()
         self._hidden_note()  # after the search: the directories are in the page cache
         # Kept for review, which compares each queue's flags before and after a series.
-        self.judged_sites = [s for s in got["sites"] if self.scope.holds(s.path)]
-        self.api_files = set(got["api_files"])  # kept with the sites: a stored scan walks none
-        self.check_context = self.context(got["bits"])
+        self.judged_sites = [s for s in got["sites"] if self.targets.holds(s.path)]
+        # (the files defining the API are kept with the sites: a stored scan walks none)
+        self.check_context = self.context(got["bits"], api_files=got["api_files"])
         shas = got.get("call_sha", {})
         # A flow is the work's as much as the flush's: reported when the flush is scanned, or
         # where the work is bound to its function or queued (a driver's scan shows its work
         # reaching a transport's flush; a scan of the file allocating a shared reclaim queue
         # does not show every work other files put on it).
-        flows = [f if self.scope.holds(f.path) else dataclasses.replace(f, elsewhere=True)
-                 for f in got.get("flows", ()) if self.scope.holds(f.path) or self.scope.holds(f.bound.path)
-                 or self.scope.holds(f.queued.path)]
+        flows = [f if self.targets.holds(f.path) else dataclasses.replace(f, elsewhere=True)
+                 for f in got.get("flows", ()) if self.targets.holds(f.path) or self.targets.holds(f.bound.path)
+                 or self.targets.holds(f.queued.path)]
         findings = [self._with_call_sha(f, shas)
                     for f in judge(self.judged_sites + got["uses"] + flows, self.check_context)]
         errors = list(self.errors) + list(got["errors"])
         for rel, problem in sorted(got["bad"].items()):
-            if self.scope.holds(rel):
+            if self.targets.holds(rel):
                 errors.append(InputError(rel, problem))
         for rel, problem in sorted(got["parse_errors"].items()):
-            if self.scope.holds(rel):
+            if self.targets.holds(rel):
                 errors.append(InputError(rel, problem))
-        report = Report(root=str(self.root), findings=findings, errors=self.scope.one_per_file(errors),
+        report = Report(root=str(self.root), findings=findings, errors=self.targets.one_per_file(errors),
                         notes=self.notes, kernel_version=self.version, kernel_version_source=self.version_source,
                         files_scanned=got["files_scanned"])
         report.grep_rounds = self.index.grep_rounds
-        if self.keep_suppressed:
+        if self.options.keep_suppressed:
             report.suppressed = suppressions(self.judged_sites + got["uses"], judge, self.check_context, self.index)
         return report
 
@@ -275,8 +272,8 @@ class Engine:
         from wqlint.scan.store import digest
         own = tuple(sorted((rel, digest(data)) for rel, data in self.index.extra.items()))
         # The version too: paths through #if branches follow the target kernel (scan.cpp).
-        return ("scan", tuple(sorted(self.scope.rels)), self.api_header, own, tuple(self.version),
-                tuple(sorted(self.unread)))
+        return ("scan", tuple(sorted(self.targets.rels)), self.api_header, own, tuple(self.version),
+                tuple(sorted(self.options.unread)))
 
     def _with_call_sha(self, f, known: Optional[dict] = None):
         digest = (known or {}).get((f.path, f.line, f.col))
@@ -284,9 +281,3 @@ class Engine:
             src = self.index.source(f.path)
             digest = call_digest(src, f.line, f.col) if src is not None else ""
         return dataclasses.replace(f, call_sha=digest) if digest else f
-
-
-def open_store(root: Path):
-    """The index of root kept between runs, brought up to date with the tree."""
-    from wqlint.scan.store import Store
-    return Store(root).open()

@@ -6,6 +6,7 @@ from typing import Optional
 
 from wqlint.catalogue import Catalogue
 from wqlint.finding import Step
+from wqlint.machine import MAX_CPUS, NCPUS
 from wqlint.scan.values import Param, Value, cases, decision_arms, evaluate
 
 
@@ -132,8 +133,8 @@ class CheckContext:
     bits: FlagBits
     has_percpu: bool
     api_header: Optional[str]  # where alloc_workqueue() is declared: the API's own values
-    ncpus: int = 96  # the machine the messages describe
-    max_cpus: int = 512  # the largest machine a limit of max_active is judged for
+    ncpus: int = NCPUS  # the machine the messages describe
+    max_cpus: int = MAX_CPUS  # the largest machine a limit of max_active is judged for
     declared: frozenset = frozenset()  # the API header's names of interest (system queues)
     api_files: frozenset = frozenset()  # where the API itself is implemented (kernel/workqueue.c)
     # WQ_NAME_LEN and whether a longer name is warned about: from the tree's kernel/workqueue.c
