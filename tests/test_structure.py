@@ -89,7 +89,7 @@ def test_a_rule_judges_where_what_it_reads_is_decided(wrapped, monkeypatch, read
 def _bits_of(paths, cat):
     from wqlint.scan.engine import Engine, ScanOptions
     from wqlint.scan.targets import Targets
-    return Engine(Targets([str(p) for p in paths]), cat, ScanOptions()).analysis()["bits"]
+    return Engine(Targets([str(p) for p in paths]), cat, ScanOptions()).analysis().bits
 
 
 def test_a_flag_added_to_the_api_model_is_resolved_from_the_tree(tmp_path, monkeypatch):

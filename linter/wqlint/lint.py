@@ -41,7 +41,7 @@ def run(paths, catalogue, options: ScanOptions) -> Linted:
     except ConfigError as exc:
         found, error = None, exc
     options = replace(options, unread=unread(found.rule_on) if found is not None else frozenset())
-    return Linted(Engine(targets, catalogue, options).run(judge), found, error)
+    return Linted(Engine(targets, catalogue, options).run(judge).report, found, error)
 
 
 def scan(paths, catalogue, options: Optional[ScanOptions] = None) -> Report:

@@ -34,7 +34,7 @@ from wqlint.catalogue import fill
 from wqlint.checks import judge
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.machine import MAX_CPUS, NCPUS
-from wqlint.scan.engine import Engine
+from wqlint.scan.engine import Engine, ScanResult
 from wqlint.scan.index import Overlay
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.targets import Targets, find_root
@@ -563,19 +563,19 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         # Most of a review is waiting for searches of the tree: run both sides at once.
         with ThreadPoolExecutor(2) as pool:
             before_job = pool.submit(before_engine.run, judge)
-            after = after_engine.run(judge)
-            before = before_job.result()
-        if store is not None and not before_engine.index.errors and not after_engine.index.errors:
+            after_scan = after_engine.run(judge)
+            before_scan = before_job.result()
+        if store is not None and before_scan.searched_all and after_scan.searched_all:
             store.save()
         result.root = str(root)
     else:
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
-            before_engine, after_engine = engine(Path(empty), base), engine(Path(empty), overlay)
-            before, after = before_engine.run(judge), after_engine.run(judge)
+            before_scan, after_scan = engine(Path(empty), base).run(judge), engine(Path(empty), overlay).run(judge)
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")
+    before, after = before_scan.report, after_scan.report
     result.kernel_version = after.kernel_version
     result.kernel_version_source = after.kernel_version_source
     result.notes.extend(n for n in after.notes if treepath is not None or kernel_tree is not None
@@ -600,8 +600,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
 
     def before_key(f):
         return f.identity(moved.get(f.path, f.path))
-    queues_before = _queues(before_engine, moved)
-    queues_after = _queues(after_engine, {})
+    queues_before = _queues(before_scan, moved)
+    queues_after = _queues(after_scan, {})
     same = _pair(before.findings, after.findings, before_key)
     named = {(prefix if treepath else "") + p for patch in patches for fd in patch.files
              for p in (fd.old_path, fd.new_path) if p}
@@ -684,11 +684,11 @@ class _Queue:
     max_active_text: str  # as written, or the CPU count it comes from
 
 
-def _queues(engine, moved: dict) -> dict:
-    """(path, function, queue name) -> _Queue for the allocations the engine judged."""
+def _queues(scanned: ScanResult, moved: dict) -> dict:
+    """(path, function, queue name) -> _Queue for the allocations a scan judged."""
     out = {}
-    ctx = engine.check_context
-    for site in engine.judged_sites:
+    ctx = scanned.context
+    for site in scanned.sites:
         key = (moved.get(site.path, site.path), site.function, site.queue)
         if key in out:
             continue

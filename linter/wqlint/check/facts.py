@@ -267,7 +267,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
     # (a module directory's symbolic links are not followed out of it, as a scan would).
     engine = Engine(Targets([root], root=Path(root)), None, ScanOptions(jobs=jobs or os.cpu_count() or 1, store=True))
     analysis = engine.analysis()
-    sites = analysis["sites"]
+    sites = analysis.sites
     by_file: dict = {}
     wrappers = set()
     for site in sites:
@@ -278,7 +278,7 @@ def build(root: str, checked: "str | None" = None, jobs: "int | None" = None) ->
         if site.entry not in api.SINKS:
             wrappers.add(site.entry)
     base = root
-    read = {rel for rel in analysis["read"] if not rel.startswith("<")}
+    read = {rel for rel in analysis.read if not rel.startswith("<")}
     if checked:
         rel = os.path.relpath(os.path.realpath(checked), base)
         if not rel.startswith(".."):

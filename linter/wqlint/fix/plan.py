@@ -276,7 +276,7 @@ def rejudge(root: Path, catalogue, version: tuple, contents: dict, options: Scan
     targets = Targets([str(root / rel) for rel in sorted(contents)], root=root)
     engine = Engine(targets, catalogue, dataclasses.replace(options, kernel_version=version,
                                                             files=Overlay(root, contents)))
-    return {_key(f): f for f in engine.run(judge).findings}
+    return {_key(f): f for f in engine.run(judge).report.findings}
 
 
 def _file_change(rel: str, data: bytes, items: list, target: str, facts, result: Plan):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from wqlint import api
@@ -28,11 +29,21 @@ from wqlint.scan.values import evaluate
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
-    from wqlint.scan.store import Store
+    from wqlint.scan.store import Analysis, Store
 
-__all__ = ["Engine", "ScanOptions", "UsageError"]
+__all__ = ["Engine", "ScanOptions", "ScanResult", "UsageError"]
 
 MAX_ROUNDS = 12  # searches of the tree, each for the names the round before found wanting
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What a scan gives back (Engine.run())."""
+
+    report: Report
+    sites: list  # the allocation sites of the targets, as they were judged (Site)
+    context: CheckContext  # what they were judged with: the tree's API facts, the machine
+    searched_all: bool  # the searches of the tree read every file they met (its index may be kept)
 
 
 class Engine:
@@ -166,12 +177,11 @@ class Engine:
             more = f" and {len(hidden) - 3} more" if len(hidden) > 3 else ""
             self.notes.append(f"hidden directories are not searched: {', '.join(sorted(hidden)[:3])}{more}")
 
-    def analysis(self) -> dict:
-        """The sites of the paths, resolved but not judged, and what they came from: sites,
-        uses (QueueUse), bits (FlagBits), bad and parse_errors ({rel: problem}), errors
-        (InputError of the tree search), files_scanned, read ({rel: digest of the bytes, or
-        None without a store}), call_sha. Taken from the store when nothing they depend on
-        changed since they were kept."""
+    def analysis(self) -> Analysis:
+        """The sites of the paths, resolved but not judged, and what they came from. Taken
+        from the store when nothing they depend on changed since they were kept."""
+        from wqlint.scan.store import Analysis
+
         key = self._scan_key()
         kept = self.store.scan(key) if self.store is not None and key is not None else None
         if self.store is not None and kept is not None:
@@ -216,10 +226,10 @@ class Engine:
             src = self.index.files.get(s.path)
             if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
-        result = {"sites": sites, "uses": uses, "flows": flows, "bits": bits, "bad": dict(self.index.bad),
-                  "errors": list(self.index.errors), "parse_errors": dict(self.finder.parse_errors),
-                  "files_scanned": len(self.index.files.keys() | self.index.looked.keys()), "read": read,
-                  "call_sha": call_sha, "api_files": frozenset(self.api_files)}
+        result = Analysis(sites=sites, uses=uses, flows=flows, bits=bits, bad=dict(self.index.bad),
+                          errors=list(self.index.errors), parse_errors=dict(self.finder.parse_errors),
+                          files_scanned=len(self.index.files.keys() | self.index.looked.keys()),
+                          call_sha=call_sha, api_files=self.api_files, read=read)
         if self.store is not None and not self.index.errors:
             if key is not None:
                 self.store.keep_scan(key, result)
@@ -227,39 +237,36 @@ class Engine:
                 self.store.save()
         return result
 
-    def run(self, judge) -> Report:
-        """The report of the paths: their sites as resolved, judged by judge(sites, context)
+    def run(self, judge) -> ScanResult:
+        """The scan of the paths: their sites as resolved, judged by judge(sites, context)
         -> findings (wqlint.checks.judge: the scanner resolves, the rules judge)."""
         got = self.analysis()
         self._hidden_note()  # after the search: the directories are in the page cache
-        # Kept for review, which compares each queue's flags before and after a series.
-        self.judged_sites = [s for s in got["sites"] if self.targets.holds(s.path)]
+        sites = [s for s in got.sites if self.targets.holds(s.path)]
         # (the files defining the API are kept with the sites: a stored scan walks none)
-        self.check_context = self.context(got["bits"], api_files=got["api_files"])
-        shas = got.get("call_sha", {})
+        context = self.context(got.bits, api_files=got.api_files)
         # A flow is the work's as much as the flush's: reported when the flush is scanned, or
         # where the work is bound to its function or queued (a driver's scan shows its work
         # reaching a transport's flush; a scan of the file allocating a shared reclaim queue
         # does not show every work other files put on it).
         flows = [f if self.targets.holds(f.path) else dataclasses.replace(f, elsewhere=True)
-                 for f in got.get("flows", ()) if self.targets.holds(f.path) or self.targets.holds(f.bound.path)
+                 for f in got.flows if self.targets.holds(f.path) or self.targets.holds(f.bound.path)
                  or self.targets.holds(f.queued.path)]
-        findings = [self._with_call_sha(f, shas)
-                    for f in judge(self.judged_sites + got["uses"] + flows, self.check_context)]
-        errors = list(self.errors) + list(got["errors"])
-        for rel, problem in sorted(got["bad"].items()):
+        findings = [self._with_call_sha(f, got.call_sha) for f in judge(sites + got.uses + flows, context)]
+        errors = list(self.errors) + list(got.errors)
+        for rel, problem in sorted(got.bad.items()):
             if self.targets.holds(rel):
                 errors.append(InputError(rel, problem))
-        for rel, problem in sorted(got["parse_errors"].items()):
+        for rel, problem in sorted(got.parse_errors.items()):
             if self.targets.holds(rel):
                 errors.append(InputError(rel, problem))
         report = Report(root=str(self.root), findings=findings, errors=self.targets.one_per_file(errors),
                         notes=self.notes, kernel_version=self.version, kernel_version_source=self.version_source,
-                        files_scanned=got["files_scanned"])
+                        files_scanned=got.files_scanned)
         report.grep_rounds = self.index.grep_rounds
         if self.options.keep_suppressed:
-            report.suppressed = suppressions(self.judged_sites + got["uses"], judge, self.check_context, self.index)
-        return report
+            report.suppressed = suppressions(sites + got.uses, judge, context, self.index)
+        return ScanResult(report, sites, context, searched_all=not self.index.errors)
 
     def _scan_key(self):
         """Under which key a scan's sites are kept in the store; None when they are not (no

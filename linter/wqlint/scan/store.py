@@ -84,7 +84,12 @@ MAX_NAMES = 8192
 
 @dataclasses.dataclass
 class Analysis:
-    """What the engine keeps of a scan (Engine.analysis()) but the files it read (Kept)."""
+    """The sites of a scan's paths, resolved but not judged, and what they came from
+    (Engine.analysis()): sites, uses (QueueUse), flows, bits (FlagBits), bad and
+    parse_errors ({rel: problem}), errors (InputError of the tree search), call_sha
+    ({(path, line, col): digest of the call's text}), api_files (files defining the API),
+    read ({rel: digest of the bytes, or None without an index}). The index keeps read in
+    the scan's Kept, which is looked at without reading the rest."""
 
     sites: list[Site]
     uses: list[QueueUse]
@@ -96,6 +101,7 @@ class Analysis:
     files_scanned: int
     call_sha: dict[tuple[str, int, int], str]
     api_files: frozenset[str]
+    read: dict[str, Optional[str]]
 
 
 # A scan's key (Engine._scan_key): "scan", the paths, the API header, wqlint's own files
@@ -255,7 +261,7 @@ class Store:
         self.cover: dict = {}  # token -> definition scopes searched
         self.lines: dict = {}  # (rel, line) -> bytes of that line
         self.bad: dict = {}  # rel -> problem, files the search could not use
-        self.scans: dict = {}  # key -> scan payload (see Engine), or its line of the file, not read yet
+        self.scans: dict = {}  # key -> Analysis, or its line of the file, not read yet
         self.kept: dict = {}  # key -> Kept
         self._read_from: dict = {}  # key -> (a scan read from the file, its line there)
         self.age: dict = {}  # token -> when last used
@@ -498,7 +504,7 @@ class Store:
         self.lines.update(lines)
 
     # -- scans ------------------------------------------------------------------------------
-    def scan(self, key) -> Optional[dict]:
+    def scan(self, key) -> Optional[Analysis]:
         """The scan kept under key, if nothing it depends on changed (read from its line of
         the file now; one that is not what its types say is dropped). A scan used that is
         not among the most recent half is marked used now (written with the index: a scan
@@ -514,7 +520,7 @@ class Store:
                 del self.scans[key], self.kept[key]
                 self.unsaved = True
                 return None
-            line, got = got, {**_as_dict(analysis), "read": k.read}
+            line, got = got, dataclasses.replace(analysis, read=k.read)
             self.scans[key] = got
             self._read_from[key] = (got, line)  # written back as it was read
         self.touched |= k.names
@@ -523,14 +529,14 @@ class Store:
             self.unsaved = True
         return got
 
-    def keep_scan(self, key, result) -> None:
+    def keep_scan(self, key, result: Analysis) -> None:
         """Keep a scan's result under key (resolved from the answers as they are now)."""
         if self.dirty:
             self.scans.clear()  # resolved from answers that have changed since
             self.kept.clear()
             self.dirty = False
         self.scans[key] = result
-        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result["read"])
+        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result.read)
         self.unsaved = True
 
     # -- writing -----------------------------------------------------------------------------
@@ -617,7 +623,7 @@ class Store:
             if was is not None and was[0] is got:
                 got = was[1]
             if not isinstance(got, bytes):
-                got = json.dumps(_codec(Analysis).encode(Analysis(**{n: v for n, v in got.items() if n != "read"})),
+                got = json.dumps(_codec(Analysis).encode(dataclasses.replace(got, read={})),  # (in Kept)
                                  separators=(",", ":")).encode()
             if total + len(meta) + len(got) + 2 > MAX_INDEX_BYTES:
                 break
@@ -652,10 +658,6 @@ class Store:
 
 def _token(key) -> str:
     return key if isinstance(key, str) else key[1]
-
-
-def _as_dict(analysis: Analysis) -> dict:
-    return {f.name: getattr(analysis, f.name) for f in dataclasses.fields(analysis)}
 
 
 _STAMP = struct.Struct("<QQqq")  # inode, size, mtime_ns, ctime_ns
