@@ -21,6 +21,7 @@ from wqlint.check.original import Original
 from wqlint.check.preprocess import preprocess
 from wqlint.check.unit import Unit
 from wqlint.machine import MAX_CPUS, NCPUS
+from wqlint.scan.kerneltop import kernel_top
 
 # The names of queues a tree may deprecate: their uses are a second kind of site.
 _QUEUES = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(api.DEPRECATED_SYSTEM_QUEUES))) + r")\b")
@@ -58,10 +59,13 @@ class Checker:
 
     # -- facts ---------------------------------------------------------------------------------
     def load_facts(self):
-        self.root = facts_mod.find_root(self.inv.file)
-        if self.root is None:  # a loose file: no tree to take facts from
-            self.root, self.use_facts = os.path.dirname(os.path.realpath(self.inv.file)), False
         real = os.path.realpath(self.inv.file)
+        # The tree the file belongs to: an external module's directory, else the kernel tree
+        # holding it (as `wqlint scan` finds it). A loose file has none to take facts from
+        # (its directory could be anyone's home).
+        self.root = facts_mod.external_module(real) or kernel_top(real)
+        if self.root is None:
+            self.root, self.use_facts = os.path.dirname(real), False
         self.rel = os.path.relpath(real, self.root)
         # Paths of the tree are shown the way Kbuild named the checked file.
         if self.inv.file.endswith(self.rel) and (len(self.inv.file) == len(self.rel)

@@ -76,25 +76,15 @@ def _under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def find_root(file: str) -> "str | None":
-    """The tree a file belongs to: an external module's directory (M=, Kbuild exports it as
-    KBUILD_EXTMOD), else the kernel tree holding it (a directory with Makefile and
-    include/linux, as `wqlint scan` finds it), else None: a loose file has no tree to
-    analyse (its directory could be anyone's home)."""
-    real = os.path.realpath(file)
+def external_module(real: str) -> "str | None":
+    """The external module's directory (M=, Kbuild exports it as KBUILD_EXTMOD) holding the
+    file real (a real path), or None."""
     ext = os.environ.get("KBUILD_EXTMOD")
     if ext:
         ext = os.path.realpath(ext)
         if _under(real, ext):
             return ext
-    cand = os.path.dirname(real)
-    while True:
-        if os.path.isfile(os.path.join(cand, "Makefile")) and os.path.isdir(os.path.join(cand, "include", "linux")):
-            return cand
-        parent = os.path.dirname(cand)
-        if parent == cand:
-            return None
-        cand = parent
+    return None
 
 
 def cache_dir(file: str, root: str) -> str:

@@ -11,6 +11,7 @@ from typing import Optional
 
 from wqlint import errors
 from wqlint.finding import InputError
+from wqlint.scan.kerneltop import kernel_top
 from wqlint.scan.nearness import related
 from wqlint.scan.source import SourceError, is_c_source, read_source, relpath
 
@@ -27,11 +28,8 @@ class UsageError(errors.WqlintError, status=errors.USAGE):
 def kernel_tree_of(path: Path) -> Optional[Path]:
     """The kernel tree holding path (the nearest directory with a Makefile and include/linux),
     or None."""
-    start = path if path.is_dir() else path.parent
-    for cand in [start, *start.parents]:
-        if (cand / "Makefile").is_file() and (cand / "include" / "linux").is_dir():
-            return cand
-    return None
+    top = kernel_top(os.fspath(path))
+    return Path(top) if top is not None else None
 
 
 def find_root(paths: list) -> Path:
