@@ -251,7 +251,7 @@ class Report:
     notes: list = field(default_factory=list)  # informational lines for stderr
     kernel_version: tuple = (0, 0, 0)
     kernel_version_source: str = ""
-    files_scanned: int = 0
+    files_scanned: int = 0  # the .c/.h files the search of the paths covers
     grep_rounds: int = 0  # searches of the tree the scan made (none when the index answered)
     suppressed: list = field(default_factory=list)  # (Finding, justification) a comment hides
 

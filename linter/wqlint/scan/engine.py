@@ -169,13 +169,15 @@ class Engine:
                             name_len=name_len, name_warns=warns, name_len_step=where,
                             helper_queues=helper_queues(header_text, header_rel))
 
-    def _hidden_note(self) -> None:
-        """The search skips hidden directories (.tmp_versions, a vendor's .foo/): say so, once,
-        naming them, rather than scan less than was asked without a word."""
-        hidden, _count = self.targets.searched(self.store)
+    def _searched(self) -> int:
+        """How many .c/.h files the search of the targets covers. It skips hidden directories
+        (.tmp_versions, a vendor's .foo/): a note names them, once, rather than scan less than
+        was asked without a word."""
+        hidden, count = self.targets.searched(self.store)
         if hidden:
             more = f" and {len(hidden) - 3} more" if len(hidden) > 3 else ""
             self.notes.append(f"hidden directories are not searched: {', '.join(sorted(hidden)[:3])}{more}")
+        return count
 
     def analysis(self) -> Analysis:
         """The sites of the paths, resolved but not judged, and what they came from. Taken
@@ -228,7 +230,6 @@ class Engine:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
         result = Analysis(sites=sites, uses=uses, flows=flows, bits=bits, bad=dict(self.index.bad),
                           errors=list(self.index.errors), parse_errors=dict(self.finder.parse_errors),
-                          files_scanned=len(self.index.files.keys() | self.index.looked.keys()),
                           call_sha=call_sha, api_files=self.api_files, read=read)
         if self.store is not None and not self.index.errors:
             if key is not None:
@@ -241,7 +242,7 @@ class Engine:
         """The scan of the paths: their sites as resolved, judged by judge(sites, context)
         -> findings (wqlint.checks.judge: the scanner resolves, the rules judge)."""
         got = self.analysis()
-        self._hidden_note()  # after the search: the directories are in the page cache
+        searched = self._searched()  # after the search: the directories are in the page cache
         sites = [s for s in got.sites if self.targets.holds(s.path)]
         # (the files defining the API are kept with the sites: a stored scan walks none)
         context = self.context(got.bits, api_files=got.api_files)
@@ -262,7 +263,7 @@ class Engine:
                 errors.append(InputError(rel, problem))
         report = Report(root=str(self.root), findings=findings, errors=self.targets.one_per_file(errors),
                         notes=self.notes, kernel_version=self.version, kernel_version_source=self.version_source,
-                        files_scanned=got.files_scanned)
+                        files_scanned=searched)
         report.grep_rounds = self.index.grep_rounds
         if self.options.keep_suppressed:
             report.suppressed = suppressions(sites + got.uses, judge, context, self.index)

@@ -98,7 +98,6 @@ class Analysis:
     bad: dict[str, str]
     errors: list[InputError]
     parse_errors: dict[str, str]
-    files_scanned: int
     call_sha: dict[tuple[str, int, int], str]
     api_files: frozenset[str]
     read: dict[str, Optional[str]]
