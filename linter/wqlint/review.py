@@ -527,11 +527,6 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     if applied_note:
         result.notes.append(applied_note)
 
-    def engine(root: Path, files: Optional[dict] = None) -> Engine:
-        """An engine over root, whose files are read from files where it has them."""
-        return Engine(Targets([root], review=files is not None), catalogue,
-                      replace(options, files=Overlay(root, files) if files is not None else None))
-
     prefix = ""
     if treepath is not None:
         root = find_root([treepath])
@@ -539,7 +534,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         if cache and kernel_tree is None:  # one index for both sides, written once at the end
             from wqlint.scan.store import Store
             store = Store(root).open()
-        # Two engines at once: they share the cores.
+        # The two sides run at once: they share the cores.
         options = replace(options, jobs=max(1, jobs // 2), store=store if store is not None else False,
                           save_store=False)
         prefix = "" if root == treepath else treepath.relative_to(root).as_posix() + "/"
@@ -555,11 +550,12 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                 words.update(re.findall(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
             options = replace(options, focus=tuple(changed), focus_words=frozenset(words))
         if base_reader is None:
-            before_engine = engine(root)
+            before_engine = _engine(root, catalogue, options)
         else:  # the checkout is not at BASE: show the touched files as they were there
-            before_engine = engine(root, {prefix + p: base_reader(p, patches[0]) for p in after_files
-                                          if is_c_source(p.rsplit("/", 1)[-1])})
-        after_engine = engine(root, overlay)
+            base_files = {prefix + p: base_reader(p, patches[0]) for p in after_files
+                          if is_c_source(p.rsplit("/", 1)[-1])}
+            before_engine = _engine(root, catalogue, options, base_files)
+        after_engine = _engine(root, catalogue, options, overlay)
         # Most of a review is waiting for searches of the tree: run both sides at once.
         with ThreadPoolExecutor(2) as pool:
             before_job = pool.submit(before_engine.run, judge)
@@ -572,7 +568,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
-            before_scan, after_scan = engine(Path(empty), base).run(judge), engine(Path(empty), overlay).run(judge)
+            before_scan = _engine(Path(empty), catalogue, options, base).run(judge)
+            after_scan = _engine(Path(empty), catalogue, options, overlay).run(judge)
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")
     before, after = before_scan.report, after_scan.report
@@ -636,6 +633,13 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                                 f"(their fingerprints are in the --reported file): not printed again")
     result.comments.sort(key=lambda c: (c.origin.patch, c.path, c.line, c.finding.sort_key()))
     return result
+
+
+def _engine(root: Path, catalogue, options: ScanOptions, files: Optional[dict] = None) -> Engine:
+    """An engine over the tree root, reading the files of files (rel -> bytes; None: deleted)
+    from there, the rest from the tree (whose symbolic links it then does not follow)."""
+    return Engine(Targets([root], review=files is not None), catalogue,
+                  replace(options, files=Overlay(root, files) if files is not None else None))
 
 
 def _pair(before: list, after: list, before_key) -> dict:
