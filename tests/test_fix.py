@@ -355,3 +355,19 @@ def test_a_saved_reclaim_finding_is_fixed_as_judged_now(tmp_path):
     assert got.stdout == "" and got.stderr.splitlines()[0] == (
         "not fixed [reclaim-flush-dependency] (13): not found again in the file as it is now (judged afresh "
         "from its bytes): scan again")
+
+
+def test_hints_are_read_back_as_a_scan_writes_them():
+    """A saved scan's hints are strings (a flag by its name, a value as name=value): read back,
+    they are written again the same; one not known, or a value that cannot be read, is left out."""
+    from wqlint.finding import At, Hints, NoFix
+    saved = [["flags-conditional"], ["sysfs"], ["compat-branch", "queue-arg=0"],
+             ["judged-with=a.c", "judged-with=b.c", "no-fix=system:system_wq", "target-own"],
+             ["edit-arg=1", "edit-at=12:5:drivers/x.c", "judged-with=a.c", "per-object", "target-own"],
+             ["judged-with=a.c", "no-fix=inside:"], ["no-fix=foreign"], []]
+    for hints in saved:
+        assert Hints.parse(hints).strings() == hints
+    got = Hints.parse(["edit-at=12:5:drivers/x.c", "no-fix=sites:3", "per-object", "edit-arg=x", "sysfs=1", "new-one"])
+    assert got == Hints(edit_at=At(12, 5, "drivers/x.c"), no_fix=NoFix("sites", "3"), per_object=True)
+    assert got.has("per-object") and not got.has("sysfs") and not got.has("no-fix")
+    assert Hints.parse(["edit-at=12:x:drivers/x.c"]).edit_at is None

@@ -90,11 +90,10 @@ def test_kconfig_names_what_enables_an_option(tmp_path):
 def test_the_files_a_fixed_finding_is_judged_from_are_scanned_again():
     """A reclaim-flush-dependency fix edits the flushed queue's allocation; the flush and the
     reclaim queue's allocation may be in files the series does not touch."""
-    from wqlint.finding import Finding
+    from wqlint.finding import Finding, Hints
     from wqlint.fix.model import Fix
     flow = Finding("reclaim-flush-dependency", "warning", "drivers/a/flush.c", 9, 2, "m",
-                   hints=frozenset({"judged-with=drivers/a/core.c", "judged-with=drivers/a/alloc.c",
-                                    "judged-with=../outside.c"}))
+                   hints=Hints(judged_with=frozenset({"drivers/a/core.c", "drivers/a/alloc.c", "../outside.c"})))
     fixes = [Fix(flow, "mainline", "safe", "why", at=("drivers/a/alloc.c", 4))]
     assert judged_from(fixes, ["drivers/a/alloc.c"]) == ["drivers/a/alloc.c", "drivers/a/core.c",
                                                          "drivers/a/flush.c"]

@@ -14,6 +14,7 @@ from typing import Optional
 import yaml
 
 from wqlint import errors
+from wqlint.finding import NO_HINTS, Hints
 from wqlint.project_files import locate
 
 SEVERITIES = ("error", "warning", "note")
@@ -101,7 +102,7 @@ class FixCase:
     edit: str  # one of FIX_EDITS
     safety: str  # safe | suggestion
     why: str  # the reasoning; {version} is replaced by the scanned version
-    when: str = ""  # the case applies only to findings with this hint (Finding.hints); "": all
+    when: str = ""  # the case applies only to findings with this hint (Hints.has()); "": all
 
 
 @dataclass(frozen=True)
@@ -157,12 +158,12 @@ class Rule:
         cases = [f"{c.severity} on {c.versions.text}" for c in self.by_version if c.severity]
         return ", ".join(cases + [f"else {self.severity}"]) if cases else self.severity
 
-    def fix_case(self, target: str, version: tuple, hints: frozenset = frozenset()):
+    def fix_case(self, target: str, version: tuple, hints: Hints = NO_HINTS):
         """The first case of target whose versions hold for version (and whose hint, when it
         names one, is among the finding's hints), or None."""
         for name, cases in self.fix_targets:
             if name == target:
-                return next((c for c in cases if c.versions.contains(version) and (not c.when or c.when in hints)),
+                return next((c for c in cases if c.versions.contains(version) and (not c.when or hints.has(c.when))),
                             None)
         return None
 

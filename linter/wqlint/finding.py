@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional, Union
 
 # What may not reach a line of a text format as it is: control characters but tab (a newline
@@ -73,6 +73,105 @@ class Step:
 
 
 @dataclass(frozen=True)
+class NoFix:
+    """Why a finding has no call for the fixer to edit: the reason (the case of the rule's
+    migration in rules.yaml that says it) and what it names (a queue, a count, a wrapper)."""
+
+    reason: str
+    detail: Optional[str] = None
+
+    def __str__(self) -> str:
+        return self.reason if self.detail is None else f"{self.reason}:{self.detail}"
+
+    @classmethod
+    def read(cls, text: str) -> "NoFix":
+        reason, colon, detail = text.partition(":")
+        return cls(reason, detail if colon else None)
+
+
+@dataclass(frozen=True)
+class At:
+    """A call other than the reported one: its line, column and file."""
+
+    line: int
+    col: int
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.col}:{self.path}"
+
+    @classmethod
+    def read(cls, text: str) -> Optional["At"]:
+        line, col, path = (text.split(":", 2) + ["", ""])[:3]
+        ok = line.isascii() and line.isdigit() and col.isascii() and col.isdigit() and path
+        return cls(int(line), int(col), path) if ok else None
+
+
+def _index(text: str) -> Optional[int]:
+    return int(text) if re.fullmatch(r"-?[0-9]+", text) else None
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the fixer needs to know of a finding besides its call's arguments. JSON has each
+    as a string: a flag by its name, a value as name=value, the name being the field's with
+    '-' for '_' (strings(); parse() reads them back)."""
+
+    flags_conditional: bool = False  # some values of the flags differ in affinity: decide per value
+    sysfs: bool = False  # WQ_SYSFS is set, which ordered queues refuse before v7.1
+    compat_branch: bool = False  # in an #if branch whose other branch already makes the change
+    queue_arg: Optional[int] = None  # the argument that names the queue (0-based)
+    # reclaim-flush-dependency: the flushed queue is the module's own, and kept per object
+    # (in a struct member); the files the finding is judged from; and either why no allocation
+    # is edited or the allocation to give WQ_MEM_RECLAIM and its flags argument.
+    target_own: bool = False
+    per_object: bool = False
+    judged_with: frozenset[str] = frozenset()
+    no_fix: Optional[NoFix] = field(default=None, metadata={"read": NoFix.read})
+    edit_at: Optional[At] = field(default=None, metadata={"read": At.read})
+    edit_arg: Optional[int] = None
+
+    def has(self, name: str) -> bool:
+        """Is the flag of this name (as strings() writes it) set? (rules.yaml's fix `when`)"""
+        return getattr(self, name.replace("-", "_"), None) is True
+
+    def strings(self) -> list:
+        """The hints as JSON has them, sorted."""
+        out = []
+        for f in fields(self):
+            name, value = f.name.replace("_", "-"), getattr(self, f.name)
+            if value is True:
+                out.append(name)
+            elif isinstance(value, frozenset):
+                out.extend(f"{name}={v}" for v in value)
+            elif value is not None and value is not False:
+                out.append(f"{name}={value}")
+        return sorted(out)
+
+    @classmethod
+    def parse(cls, texts) -> "Hints":
+        """strings() read back (a saved scan). A hint not known here, or a value that cannot
+        be read, is left out; of a value given twice, the first in sorted order counts."""
+        known = {f.name.replace("_", "-"): f for f in fields(cls)}
+        got: dict = {}
+        for text in sorted(texts):
+            name, eq, value = text.partition("=")
+            f = known.get(name)
+            if f is None or isinstance(f.default, bool) == bool(eq):  # a flag is its name alone
+                continue
+            if isinstance(f.default, bool):
+                got[f.name] = True
+            elif isinstance(f.default, frozenset):
+                got[f.name] = got.get(f.name, frozenset()) | {value}
+            elif f.name not in got:
+                got[f.name] = f.metadata.get("read", _index)(value)
+        return cls(**{name: value for name, value in got.items() if value is not None})
+
+
+NO_HINTS = Hints()
+
+
+@dataclass(frozen=True)
 class Finding:
     rule_id: str
     severity: str  # from the catalogue
@@ -85,11 +184,10 @@ class Finding:
     engine: str = "tree-sitter"
     end_col: int = 0  # 1-based, last column of the called name (0: unknown)
     # For fixes: which arguments of the reported call carry flags and max_active (0-based;
-    # -1 when the value is fixed inside a wrapper or macro), and facts the fixer needs
-    # (e.g. "flags-conditional": some values of the flags differ in affinity).
+    # -1 when the value is fixed inside a wrapper or macro), and facts the fixer needs.
     flags_arg: int = -1
     max_active_arg: int = -1
-    hints: frozenset = frozenset()
+    hints: Hints = NO_HINTS
     # A hash of the reported call's whole text as scanned (source.call_digest; '' when not
     # known): `fix --findings` uses a saved finding only while its call still reads the same.
     call_sha: str = field(default="", compare=False)
@@ -138,7 +236,7 @@ class Finding:
             "chain": [s.to_dict() for s in self.chain], "migration": self.migration,
             "engine": self.engine, "fingerprint": self.fingerprint(),
             "arguments": {"flags": self.flags_arg, "max_active": self.max_active_arg},
-            "hints": sorted(self.hints),
+            "hints": self.hints.strings(),
             **({"call_sha256": self.call_sha} if self.call_sha else {}),
             "identity": {"function": self.function, "queue": self.queue, "role": self.role,
                          **({"occurrence": self.occurrence} if self.occurrence else {})},
@@ -159,7 +257,7 @@ class Finding:
             chain=_steps(d.get("chain", [])),
             migration=str(d.get("migration", "")), engine=str(d.get("engine", "tree-sitter")),
             flags_arg=int(args.get("flags", -1)), max_active_arg=int(args.get("max_active", -1)),
-            hints=frozenset(str(h) for h in d.get("hints", [])),
+            hints=Hints.parse(str(h) for h in d.get("hints", [])),
             call_sha=str(d.get("call_sha256", "")),
             function=str(identity.get("function", "")), queue=str(identity.get("queue", "")),
             role=str(identity.get("role", "max_active")),

@@ -1,14 +1,14 @@
 """What the checks share: building a Finding from a site and a catalogue rule."""
 from __future__ import annotations
 
-from wqlint.finding import Finding, Step
+from wqlint.finding import NO_HINTS, Finding, Hints, Step
 from wqlint.scan.site import CheckContext, QueueUse, Site
 from wqlint.scan.values import steps_in
 from wqlint.scan.work import Flow
 
 
 def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: list,
-            case: str = "default", hints: frozenset = frozenset(), role: str = "max_active") -> Finding:
+            case: str = "default", hints: Hints = NO_HINTS, role: str = "max_active") -> Finding:
     """case: which of the rule's migration texts in rules.yaml applies; role: the argument
     the rule judges, flags or max_active (part of the identity)."""
     rule = ctx.catalogue[rule_id]
@@ -49,7 +49,7 @@ def via_text(site: Site) -> str:
 
 
 def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, case: str = "default",
-                hints: frozenset = frozenset(), **fields) -> Finding:
+                hints: Hints = NO_HINTS, **fields) -> Finding:
     """A Finding at a QueueUse: the call that names the queue; fields fill in the rule's
     migration text."""
     rule = ctx.catalogue[rule_id]
@@ -63,7 +63,7 @@ def use_finding(use, ctx: CheckContext, rule_id: str, detail: str, case: str = "
 
 
 def flow_finding(flow, ctx: CheckContext, rule_id: str, detail: str, chain: list,
-                 hints: frozenset = frozenset(), case: str = "default", **fields) -> Finding:
+                 hints: Hints = NO_HINTS, case: str = "default", **fields) -> Finding:
     """A Finding at a Flow: reported at the flush, the chain from the queue's allocation to
     it; case chooses the rule's migration text, fields fill it in."""
     rule = ctx.catalogue[rule_id]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from wqlint.api import ORDERED_MACROS
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.finding import Hints
 from wqlint.scan.site import CheckContext, Site
 
 RULE = "conflicting-affinity-flags"
@@ -30,6 +31,6 @@ def check(site: Site, ctx: CheckContext) -> list:
         parts.append(via_text(site).strip())
     both = ctx.bits.bit("WQ_PERCPU") | ctx.bits.bit("WQ_UNBOUND")
     # Dropping WQ_PERCPU from a value that lacks WQ_UNBOUND would leave it without either.
-    hints = frozenset({"flags-conditional"}) if any(v & both != both for v in info.values) else frozenset()
+    hints = Hints(flags_conditional=any(v & both != both for v in info.values))
     return [finding(site, ctx, RULE, "; ".join(p for p in parts if p), list(site.prefix), hints=hints,
                     role="flags")]

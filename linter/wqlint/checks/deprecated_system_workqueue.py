@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from wqlint import api
 from wqlint.checks.common import applies, use_finding
+from wqlint.finding import Hints
 from wqlint.scan.site import CheckContext, QueueUse
 
 RULE = "deprecated-system-workqueue"
@@ -32,11 +33,10 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
         if helper is not None and helper[0] == new:
             waits += f", not for schedule_work() items, which go to {new}"
         parts.append(waits)
-    hints = {f"queue-arg={use.arg}"}
     if use.compat_pair:
         # The module takes this branch on the scanned kernel (its version test predates a
         # backport of the replacement), whose other branch already names the replacement:
         # reported, and not a use to rewrite.
         parts.append(f"the other branch of '{use.compat_pair}' already uses {new}")
-        hints.add("compat-branch")
-    return [use_finding(use, ctx, RULE, "; ".join(parts), hints=frozenset(hints), new=new)]
+    hints = Hints(queue_arg=use.arg, compat_branch=bool(use.compat_pair))
+    return [use_finding(use, ctx, RULE, "; ".join(parts), hints=hints, new=new)]

@@ -14,6 +14,7 @@ import dataclasses
 
 from wqlint import api, kversion
 from wqlint.checks.common import applies, use_finding
+from wqlint.finding import Hints
 from wqlint.scan.site import CheckContext, QueueUse
 
 RULE = "flush-queue-mismatch"
@@ -39,7 +40,7 @@ def check(use: QueueUse, ctx: CheckContext) -> list:
     does = "flushes" if helper == api.FLUSH_SCHEDULED else "queues on"
     detail = (f"{use.call}({use.queue}) waits only for work queued on {use.queue} by name; on "
               f"{kversion.show(ctx.version)} {helper}() {does} {queue}; {evidence}")
-    f = use_finding(use, ctx, RULE, detail, hints=frozenset({f"queue-arg={use.arg}"}), new=queue,
+    f = use_finding(use, ctx, RULE, detail, hints=Hints(queue_arg=use.arg), new=queue,
                     old=use.queue)
     return [dataclasses.replace(f, chain=tuple([use.step, *use.conditions, defined] + shown))]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
 from wqlint.checks.legacy_create_workqueue import through_create_macro
+from wqlint.finding import Hints
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import condition_steps, decisions_taken
 
@@ -23,7 +24,7 @@ def check(site: Site, ctx: CheckContext) -> list:
         return []  # legacy-create-workqueue covers create_*workqueue()
     detail = "flags are conditional; some values have neither" if len(info.values) > 1 else ""
     # Adding WQ_PERCPU where another value already has an affinity flag would give both.
-    hints = frozenset({"flags-conditional"}) if any(v & ctx.bits.affinity for v in info.values) else frozenset()
+    hints = Hints(flags_conditional=any(v & ctx.bits.affinity for v in info.values))
     detail = "; ".join(x for x in (detail, via_text(site).strip()) if x)
     # The paths that lack both, each by the decisions leading there and its assignments.
     chain = list(site.prefix)

@@ -10,9 +10,11 @@ checked (scan.work never follows them). The engine builds the Flows (scan.work);
 judges the flags at both ends."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from wqlint import api
 from wqlint.checks.common import applies, flow_finding
-from wqlint.finding import Step
+from wqlint.finding import At, Hints, NoFix, Step
 from wqlint.scan.site import CheckContext
 from wqlint.scan.values import Unknown, evaluate, strings_of, walk
 from wqlint.scan.work import Flow
@@ -55,43 +57,40 @@ def check(flow: Flow, ctx: CheckContext) -> list:
     chain += [_alloc_step(s, _queue_name(s), "without WQ_MEM_RECLAIM" + _kept(holders.get(id(s))))
               for s in tsites[:MAX_TARGETS]]
     own = bool(tsites) and all(_module_own(s, flow) for s in tsites)
-    hints = {"target-own"} if own else set()
-    hints |= _fix_hints(flow, ctx, tsites, holders, own)
-    no_fix = next((h.split("=", 1)[1].split(":", 1)[0] for h in hints if h.startswith("no-fix=")), "")
-    case = no_fix or ("per-object" if "per-object" in hints else "default")
+    hints = _fix_hints(flow, ctx, tsites, holders, own)
+    no_fix = hints.no_fix.reason if hints.no_fix is not None else ""
+    case = no_fix or ("per-object" if hints.per_object else "default")
     shown = _system(target) if case == "system" else "/".join(tnames)  # what the advice names
-    return [flow_finding(flow, ctx, RULE, detail, chain, hints=frozenset(hints), case=case, queue=qname,
+    return [flow_finding(flow, ctx, RULE, detail, chain, hints=hints, case=case, queue=qname,
                          target=shown, entry=tsites[0].entry if len(tsites) == 1 else "")]
 
 
-def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: bool) -> set:
-    """What the fixer needs (fix.edits.add_reclaim): the files the finding is judged from, and
-    either the flushed queue's allocation to give WQ_MEM_RECLAIM (edit-at, edit-arg; per-object
-    when the queue is kept in a struct member, one queue per instance) or why there is none
-    (no-fix=reason[:detail])."""
-    out = {f"judged-with={flow.site.path}"}
+def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: bool) -> Hints:
+    """What the fixer needs (fix.edit_kinds.AddReclaim): the files the finding is judged from,
+    and either the flushed queue's allocation to give WQ_MEM_RECLAIM (edit_at, edit_arg;
+    per_object when the queue is kept in a struct member, one queue per instance) or why
+    there is none (no_fix)."""
+    out = Hints(target_own=own, judged_with=frozenset({flow.site.path}))
     target = flow.target
     if _system(target):
-        return out | {f"no-fix=system:{_system(target)}"}
+        return replace(out, no_fix=NoFix("system", _system(target)))
     if len(tsites) != 1:
-        return out | {f"no-fix=sites:{len(tsites)}"}
+        return replace(out, no_fix=NoFix("sites", str(len(tsites))))
     if flow.elsewhere:  # a flush in a subsystem the scan does not cover: its queue is not edited
-        return out | {"no-fix=foreign"}
+        return replace(out, no_fix=NoFix("foreign"))
     site = tsites[0]
-    out.add(f"judged-with={site.path}")
+    out = replace(out, judged_with=out.judged_with | {site.path})
     if not own:
-        return out | {"no-fix=foreign"}
+        return replace(out, no_fix=NoFix("foreign"))
     values, _ = evaluate(site.flags, 1)
     bh = ctx.bits.bit("WQ_BH")
     if bh and any(v & bh for v in values):
-        return out | {"no-fix=bh"}
+        return replace(out, no_fix=NoFix("bh"))
     if site.flags_arg < 0:
-        return out | {f"no-fix=inside:{site.entry}"}
-    out |= {f"edit-at={site.line}:{site.col}:{site.path}", f"edit-arg={site.flags_arg}"}
+        return replace(out, no_fix=NoFix("inside", site.entry))
     holder = holders.get(id(site))
-    if holder is None or holder.kind != "var":
-        out.add("per-object")
-    return out
+    return replace(out, edit_at=At(site.line, site.col, site.path), edit_arg=site.flags_arg,
+                   per_object=holder is None or holder.kind != "var")
 
 
 def _system(target) -> str:

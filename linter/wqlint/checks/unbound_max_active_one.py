@@ -4,6 +4,7 @@ from __future__ import annotations
 from wqlint import api, kversion
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.finding import Hints
 from wqlint.scan.site import CheckContext, Site
 from wqlint.scan.values import evaluate, find_path, Const
 
@@ -34,5 +35,5 @@ def check(site: Site, ctx: CheckContext) -> list:
     chain = list(site.prefix)
     if path:
         chain += [n.step for n in path if n.step is not None]
-    hints = frozenset({"sysfs"}) if refused else frozenset()
-    return [finding(site, ctx, RULE, detail + via_text(site), chain, "sysfs" if refused else "default", hints)]
+    return [finding(site, ctx, RULE, detail + via_text(site), chain, "sysfs" if refused else "default",
+                    Hints(sysfs=refused))]

@@ -139,7 +139,7 @@ def find_call(src: SourceFile, finding: Finding) -> Call:
 def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
     if not facts.has_percpu:
         raise NoEdit("this tree does not define WQ_PERCPU")
-    if "flags-conditional" in finding.hints:
+    if finding.hints.flags_conditional:
         raise NoEdit("some values of the flags already have WQ_UNBOUND or WQ_PERCPU: decide per value")
     i = finding.flags_arg
     if i < 0 or i >= len(call.args):
@@ -149,7 +149,7 @@ def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
 
 def drop_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
     """WQ_PERCPU taken out of flags that also have WQ_UNBOUND: what the kernel does."""
-    if "flags-conditional" in finding.hints:
+    if finding.hints.flags_conditional:
         raise NoEdit("some values of the flags lack WQ_UNBOUND: decide per value")
     i = finding.flags_arg
     if i < 0 or i >= len(call.args):
@@ -168,7 +168,7 @@ def drop_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
 def replace_system_queue(call: Call, finding: Finding, facts: TreeFacts) -> None:
     """A deprecated system queue passed to a queueing call becomes its replacement
     (api.DEPRECATED_SYSTEM_QUEUES), where the argument is the name itself."""
-    i = next((int(h.split("=", 1)[1]) for h in finding.hints if h.startswith("queue-arg=")), -1)
+    i = finding.hints.queue_arg if finding.hints.queue_arg is not None else -1
     if i < 0 or i >= len(call.args):
         raise NoEdit("the queue is not an argument of this call")
     old = _unparen(call.args[i])
@@ -188,8 +188,7 @@ def add_reclaim(call: Call, finding: Finding, facts: TreeFacts) -> None:
     reason = _reclaim_refusal(finding)
     if reason is not None:
         raise NoEdit(reason)
-    arg = _hint(finding, "edit-arg") or ""
-    i = int(arg) if arg.isdigit() else -1
+    i = finding.hints.edit_arg if finding.hints.edit_arg is not None else -1
     if i < 0 or i >= len(call.args):
         raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
     node = call.node.parent
@@ -247,16 +246,11 @@ def _with_flags(call: Call, i: int, flags: str) -> str:
 
 
 def _reclaim_refusal(finding: Finding) -> Optional[str]:
-    """Why the check found no allocation to edit (hint no-fix=reason): the finding's own
-    advice says it (rules.yaml, the migration case of that reason)."""
-    if _hint(finding, "no-fix") is None:
+    """Why the check found no allocation to edit (hints.no_fix): the finding's own advice says
+    it (rules.yaml, the migration case of that reason)."""
+    if finding.hints.no_fix is None:
         return None
     return finding.migration or "no single allocation to give WQ_MEM_RECLAIM"
-
-
-def _hint(finding: Finding, key: str) -> Optional[str]:
-    """The value of the finding's hint key=value, or None."""
-    return next((h.split("=", 1)[1] for h in sorted(finding.hints) if h.startswith(key + "=")), None)
 
 
 def with_flag(text: str, node, flag: str) -> str:
@@ -292,7 +286,7 @@ def expand_legacy(call: Call, finding: Finding, facts: TreeFacts) -> None:
 def ordered(call: Call, finding: Finding, facts: TreeFacts) -> None:
     if call.name != "alloc_workqueue":
         raise NoEdit(f"the queue is made inside {_inner(call)}: convert it there")
-    if "sysfs" in finding.hints:
+    if finding.hints.sysfs:
         raise NoEdit("WQ_SYSFS is set, which ordered queues refuse before v7.1")
     fi, mi = finding.flags_arg, finding.max_active_arg
     if fi != 1 or mi != 2 or call.args[mi].strip() != "1":
@@ -375,11 +369,9 @@ def refusal(edit: str, finding: Finding) -> Optional[str]:
 
 def edit_at(finding: Finding) -> tuple:
     """(path, line, column) of the call a fix of finding edits: the reported call, or the one
-    its hint edit-at=line:col:path names (the allocation of a queue the reported flush waits for)."""
-    line, col, path = ((_hint(finding, "edit-at") or "").split(":", 2) + ["", ""])[:3]
-    if not (line.isdigit() and col.isdigit() and path):  # none, or not one the scan wrote (a saved scan)
-        return finding.path, finding.line, finding.col
-    return path, int(line), int(col)
+    its hints name (edit_at: the allocation of a queue the reported flush waits for)."""
+    at = finding.hints.edit_at
+    return (finding.path, finding.line, finding.col) if at is None else (at.path, at.line, at.col)
 
 
 _REFUSALS = {"add-reclaim": _reclaim_refusal}

@@ -91,12 +91,12 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
             continue
         by_file.setdefault(edit_kinds.edit_at(f)[0], []).append((f, *decided))
     # The files edited, and those the findings are judged from again: their own (a fix may edit
-    # another file's call) and the ones they name (hint judged-with=path).
+    # another file's call) and the ones they name (hints.judged_with).
     needed = set(by_file)
     for items in by_file.values():
         for f, _case, _why in items:
             needed.add(f.path)
-            needed.update(h.split("=", 1)[1] for h in f.hints if h.startswith("judged-with="))
+            needed.update(f.hints.judged_with)
     contents = {}
     for path in sorted(needed):
         try:
@@ -138,7 +138,7 @@ def _decide(f: Finding, catalogue, target: str, version: tuple, suggestions: boo
     why = catalogue_mod.fill(case.why, version=kversion.show(version))
     if case.edit == "none":
         return NotFixed(f, why, case.safety)
-    if "compat-branch" in f.hints:
+    if f.hints.compat_branch:
         return NotFixed(f, "the call is in a branch of an #if whose other branch already makes the change (see "
                            "the chain): the module's code for kernels without the replacement, left as it is",
                         case.safety)
@@ -161,7 +161,7 @@ def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, p
     # Only the files these fixes edit and are judged from: the rest of a whole-tree fix is not
     # read twice.
     wanted = {fx.at[0] for fx in rescuing} | {fx.finding.path for fx in rescuing}
-    wanted |= {h.split("=", 1)[1] for fx in rescuing for h in fx.finding.hints if h.startswith("judged-with=")}
+    wanted |= {rel for fx in rescuing for rel in fx.finding.hints.judged_with}
     after = {rel: data for rel, data in contents.items() if rel in wanted}
     after.update((c.path, c.after.encode("utf-8")) for c in result.changes if c.path in wanted)
     rules = {fx.finding.rule_id for fx in rescuing}

@@ -323,10 +323,10 @@ def _compile(make: list, build_dir: Path, objects: list, jobs: int) -> dict:
 def judged_from(fixes: list, touched: list) -> list:
     """The files to scan again: those the series touches, and those a fixed finding is judged
     from besides (its own, where the fix edits another file's call, and those its hints
-    judged-with=path name), each a relative path inside the tree."""
+    name (judged_with)), each a relative path inside the tree."""
     files = set(touched)
     for fix in fixes:
-        named = [fix.finding.path] + [h.split("=", 1)[1] for h in fix.finding.hints if h.startswith("judged-with=")]
+        named = [fix.finding.path, *fix.finding.hints.judged_with]
         files.update(rel for rel in named if rel and not rel.startswith("/") and ".." not in rel.split("/"))
     return sorted(files)
 
