@@ -14,7 +14,8 @@ wqlint writes the call its own way and the semantic patch carries that text for 
 from __future__ import annotations
 
 
-from wqlint import api, kversion
+from wqlint import kversion
+from wqlint.fix import smpl
 
 HEADER = """\
 // SPDX-License-Identifier: GPL-2.0-only
@@ -74,9 +75,17 @@ def _at(fix) -> tuple:
     return fix.at or (fix.finding.path, fix.finding.line)
 
 
-def _key(op: tuple, fix) -> tuple:
-    """The rule an edit belongs to: one per kind of flag or macro edit, one per call else."""
-    return op if op[0] in ("add-flag", "legacy", "queue") else (op, *_at(fix))
+def _key(op, fix) -> tuple:
+    """The rule an edit (fix.edit_kinds.EditKind) belongs to: (op,), one for every call given
+    the same edit of a shared kind; else (op, file, line), one per call."""
+    return (op,) if op.shared else (op, *_at(fix))
+
+
+def _order(key: tuple) -> tuple:
+    """Where a rule goes: by its edit's rank, then by the text of the edit's kind and fields
+    (and the call's place), the order the rules have always had."""
+    op = key[0]
+    return op.rank(), repr(op.as_tuple() if len(key) == 1 else (op.as_tuple(), *key[1:]))
 
 
 def _site(fix, rank: int, ranks: dict) -> tuple:
@@ -89,23 +98,6 @@ def _site(fix, rank: int, ranks: dict) -> tuple:
     text = ",".join(a for _, a in sorted(args.items()) if a is not None)
     path, line = _at(fix)
     return (path, fix.function, text, line if fix.twin else 0)
-
-
-def _before(i: int) -> tuple:
-    """(metavariable declaration, pattern text, names bound) for the i arguments before the
-    one edited; the first is always A0."""
-    if i == 0:
-        raise ValueError("the first argument identifies the call and is never edited")
-    if i == 1:
-        return "", "A0,", ["A0"]
-    return f"expression list[{i - 1}] before;\n", "A0, before,", ["A0", "before"]
-
-
-def _where(n: int, pieces: list) -> str:
-    """The position of a call whose arguments, bound to pieces, are one of SITES_n."""
-    names = ", ".join(p for p in pieces if not p.startswith('"'))
-    return (f"position p : script:python({names}) "
-            f"{{ wqlint_at(p, [{', '.join(pieces)}], SITES_{n}) }};\n")
 
 
 def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
@@ -126,16 +118,9 @@ def generate(fixes: list, target: str, version: tuple, subject: str) -> str:
     for fix in fixes:
         for op in fix.ops if not fix.raw else ():
             groups.setdefault(_key(op, fix), []).append(fix)
-    # Position-restricted legacy rules (a literal name becomes the format) come before the
-    # general ones, which would otherwise convert those calls first.
-    # WQ_MEM_RECLAIM is added last, after an affinity flag another rule adds to the same
-    # flags, as `wqlint fix` makes the edits (fix.edits.EDITS).
-    ordered_keys = sorted(groups, key=lambda k: (not (k[0] == "legacy" and k[3]),
-                                                 k[0] == "add-flag" and k[3] == api.RESCUER_FLAG, repr(k)))
-    ranks = {key: n for n, key in enumerate(ordered_keys, len(raw) + 1)}
+    ranks = {key: n for n, key in enumerate(sorted(groups, key=_order), len(raw) + 1)}
     for key, n in ranks.items():
-        op = key if key[0] in ("add-flag", "legacy", "queue") else key[0]
-        rules_text.append(_rule(n, op, groups[key]))
+        rules_text.append(key[0].smpl(n, len(groups[key])))
         sites = sorted({_site(f, n, ranks) for f in groups[key]})
         site_sets.append(f"SITES_{n} = [{', '.join(repr(k) for k in sites)}]")
     # SmPL does not allow braces in a script constraint: the sites are named here.
@@ -149,81 +134,8 @@ def _raw_rule(n: int, fix) -> str:
     """The call at one site replaced by its text as wqlint lays it out (RAW_n)."""
     path, line = _at(fix)
     return (f"// {path}:{line}: Coccinelle's layout of this call would not pass checkpatch\n"
-            f"@raw_{n}@\nexpression list es;\n{_where(n, ['es'])}@@\n{fix.callee}@p(es)\n\n"
+            f"@raw_{n}@\nexpression list es;\n{smpl.where(n, ['es'])}@@\n{fix.callee}@p(es)\n\n"
             f"@script:python raw_text_{n}@\np << raw_{n}.p;\nx;\n@@\n"
             f"coccinelle.x = cocci.make_ident(RAW_{n})\n\n"
             f"@raw_fix_{n}@\nposition raw_{n}.p;\nidentifier raw_text_{n}.x;\n@@\n"
             f"-{fix.callee}@p(...)\n+x\n")
-
-
-def _rule(n: int, op: tuple, fixes: list) -> str:
-    kind = op[0]
-    if kind in ("add-flag", "arg", "global"):
-        callee, i = op[1], op[2]
-        decl, before, names = _before(i)
-        # The arguments after the edited one are bound too: they tell calls apart.
-        decl += "expression E;\nexpression list after;\n"
-        where = _where(n, ["A0", *names[1:], "E", "after"])
-        call = f"{callee}@p({before}\n-E\n+{{new}}\n ,after)"
-    if kind == "add-flag":
-        flag, variant = op[3], op[4]
-        new = {"zero": flag, "paren": f"(E) | {flag}", "plain": f"E | {flag}"}[variant]
-        what = ("whose queue a reclaim queue's work waits for" if flag == api.RESCUER_FLAG
-                else "without an affinity flag")
-        return (f"// {len(fixes)} call(s) of {callee}() {what}: add {flag}\n"
-                f"@add_flag_{n}@\nexpression A0;\n{decl}{where}@@\n"
-                f" {call.format(new=new)}\n")
-    if kind == "move-flag":
-        _, callee, i, flags, variant = op
-        decl, before, names = _before(i)
-        where = _where(n, ["A0", *names[1:], "F", "M", "after"])
-        new = {"keep": None, "zero": flags, "paren": f"(F) | {flags}", "plain": f"F | {flags}"}[variant]
-        edit = " F,\n" if new is None else f"-F\n+{new}\n ,\n"
-        return (f"// a flag written as max_active of {callee}(): moved into the flags, max_active 0\n"
-                f"@move_flag_{n}@\nexpression A0;\n{decl}expression F, M;\nexpression list after;\n{where}@@\n"
-                f" {callee}@p({before}\n{edit}-M\n+0\n ,after)\n")
-    if kind == "queue":
-        # Right wherever it matches: the same queue under the name that stays.
-        _, callee, i, old, new = op
-        decl = "".join(f"expression E{k};\n" for k in range(i))
-        before = "".join(f"E{k}, " for k in range(i))
-        return (f"// {callee}() on {old} -> {new}\n"
-                f"@queue_{n}@\n{decl}@@\n"
-                f" {callee}({before}\n-{old}\n+{new}\n ,...)\n")
-    if kind == "legacy":
-        _, macro, callee, literal, flags, middle, fmt = op
-        rest = "".join(f", {m}" for m in middle)
-        new = f"{callee}(A0, {flags}{rest})" if literal else f"{callee}({fmt}, {flags}{rest}, A0)"
-        # Safe wherever it matches: the macro's own definition, without __WQ_LEGACY. A name
-        # used as the format only where it is a literal without '%' (those positions).
-        cond = _where(n, ["A0"]) if literal else ""
-        return (f"// {macro}() -> {callee}(){' with the literal name as the format' if literal else ''}\n"
-                f"@legacy_{n}@\nexpression A0;\n{cond}@@\n"
-                f"-{macro}{'@p' if literal else ''}(A0)\n+{new}\n")
-    if kind == "ordered":
-        _, fi, mi, flags = op
-        where = _where(n, ["A0", "F", '"1"', "es"])  # max_active 1, written at the call
-        return (f"// unbound + max_active 1 -> alloc_ordered_workqueue()\n"
-                f"@ordered_{n}@\nexpression A0, F;\nexpression list es;\n"
-                f"{where}@@\n"
-                f"-alloc_workqueue@p(A0, F, 1, es)\n+alloc_ordered_workqueue(A0, {flags}, es)\n")
-    if kind == "arg":
-        return (f"// argument {i + 1} of {callee}() -> {op[3]}\n"
-                f"@arg_{n}@\nexpression A0;\n{decl}{where}@@\n"
-                f" {call.format(new=op[3])}\n")
-    if kind == "global":
-        _, callee, i, target, setter, args, check = op
-        # The queue as T and the limit as E: a field written out in the pattern would be
-        # expanded by isomorphisms, which a position constraint on several variables refuses.
-        args = ("T", *args[1:]) if setter.endswith("_cpus") else ("T", "E")
-        stmt = f"{setter}({', '.join(args)});"
-        head = f" T = {call.format(new='0')};\n"
-        decl += "expression T;\n"
-        if check is not None:
-            tail = f"{head} if (C) S\n+{stmt}\n"
-            decl += "expression C;\nstatement S;\n"
-        else:
-            tail = f"{head}+if (T)\n+\t{stmt}\n"
-        return (f"// a CPU-count max_active -> {setter}()\n"
-                f"@global_{n}@\nexpression A0;\n{decl}{where}@@\n{tail}")
-    raise ValueError(f"no semantic patch for {kind}")

@@ -1,11 +1,12 @@
-"""The edits: how each kind named in rules.yaml (fix.targets ... edit) changes one call.
+"""The call a fix edits: read back, modelled, and written back.
 
 A call is read back from the file at the finding's location (the name's line and column) and
-modelled as a name and its argument texts. The edit kinds change the model; the call is then
-written back: edited arguments in place, or a call whose name changes written anew, then the
+modelled as a name and its argument texts. The edit kinds (fix.edit_kinds) change the model,
+reading the code around the call with the helpers at the end; the call is then written
+back: edited arguments in place, or a call whose name changes written anew, then the
 statement laid out as Coccinelle lays it out (fix.layout), or wqlint's own way where that
-would not pass checkpatch (render). An edit that cannot be made safely raises NoEdit with the reason, which is
-shown to the user instead of a diff.
+would not pass checkpatch (render). An edit that cannot be made safely raises NoEdit with
+the reason, which is shown to the user instead of a diff.
 """
 from __future__ import annotations
 
@@ -24,9 +25,6 @@ from wqlint.scan.source import SourceFile
 
 CPU_COUNT_CALLS = api.CPU_COUNT_CALLS
 CPU_COUNT_NAMES = api.CPU_COUNT_NAMES
-ALLOCATORS = api.PUBLIC_FUNCTIONS  # calls that make the queue where they stand
-# Lower precedence than '|': such a flags expression is parenthesised before '| WQ_PERCPU'.
-_LOW_PRECEDENCE = ("conditional_expression", "assignment_expression", "comma_expression")
 _NULL_CHECK = ("!{x}", "{x} == NULL", "NULL == {x}", "unlikely(!{x})", "!({x})")
 
 
@@ -76,7 +74,7 @@ class Call:
     arg_nodes: list
     inserts: list = field(default_factory=list)  # of Edit: statements added after the call's
     changed: set = field(default_factory=set)  # indices of arguments whose text changed
-    # What each edit did, as data for the semantic patch: tuples whose first item names it.
+    # What each edit did, as data for the semantic patch: fix.edit_kinds.EditKind instances.
     ops: list = field(default_factory=list)
 
     @property
@@ -134,256 +132,11 @@ def find_call(src: SourceFile, finding: Finding) -> Call:
     return Call(src, node, base, parser.text(fn), [parser.text(a) for a in nodes], nodes)
 
 
-# -- the edit kinds -----------------------------------------------------------------------
-
-def add_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    if not facts.has_percpu:
-        raise NoEdit("this tree does not define WQ_PERCPU")
-    if finding.hints.flags_conditional:
-        raise NoEdit("some values of the flags already have WQ_UNBOUND or WQ_PERCPU: decide per value")
-    i = finding.flags_arg
-    if i < 0 or i >= len(call.args):
-        raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
-    _add_flags(call, i, "WQ_PERCPU")
-
-
-def drop_percpu(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    """WQ_PERCPU taken out of flags that also have WQ_UNBOUND: what the kernel does."""
-    if finding.hints.flags_conditional:
-        raise NoEdit("some values of the flags lack WQ_UNBOUND: decide per value")
-    i = finding.flags_arg
-    if i < 0 or i >= len(call.args):
-        raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
-    node = call.arg_nodes[i]
-    if node is not None and (node.type in _LOW_PRECEDENCE or "||" in call.args[i] or "&&" in call.args[i]):
-        raise NoEdit("the flags are a condition: drop WQ_PERCPU from the value that has it")
-    operands = [layout.normalize(o) for o in layout.split_top(_unparen(call.args[i]), "|")]
-    if operands.count("WQ_PERCPU") != 1:
-        raise NoEdit("WQ_PERCPU is not written at this call")
-    rest = [o for o in operands if o != "WQ_PERCPU"]
-    call.set_arg(i, " | ".join(rest) or "0")
-    call.ops.append(("arg", call.name, i, call.args[i]))
-
-
-def replace_system_queue(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    """A deprecated system queue passed to a queueing call becomes its replacement
-    (api.DEPRECATED_SYSTEM_QUEUES), where the argument is the name itself."""
-    i = finding.hints.queue_arg if finding.hints.queue_arg is not None else -1
-    if i < 0 or i >= len(call.args):
-        raise NoEdit("the queue is not an argument of this call")
-    old = _unparen(call.args[i])
-    new = api.DEPRECATED_SYSTEM_QUEUES.get(old)
-    if new is None:
-        raise NoEdit("the queue is chosen by a condition: change the branch that names it")
-    call.set_arg(i, new)
-    call.ops.append(("queue", call.name, i, old, new))
-
-
-_LOOPS = ("for_statement", "while_statement", "do_statement")
-
-
-def add_reclaim(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    """WQ_MEM_RECLAIM added to the flags of the queue a reclaim queue's work waits for, at its
-    one allocation (the hints of reclaim-flush-dependency say where and which argument)."""
-    reason = _reclaim_refusal(finding)
-    if reason is not None:
-        raise NoEdit(reason)
-    i = finding.hints.edit_arg if finding.hints.edit_arg is not None else -1
-    if i < 0 or i >= len(call.args):
-        raise NoEdit(f"the flags are set inside {_inner(call)}, not at this call")
-    node = call.node.parent
-    while node is not None and node.type != "function_definition":
-        if node.type in _LOOPS:
-            raise NoEdit("the flushed queue is allocated in a loop, one queue per iteration: WQ_MEM_RECLAIM "
-                         "would give each a rescuer thread; decide by hand")
-        node = node.parent
-    if i in call.changed and api.RESCUER_FLAG in _operands(call.args[i]):
-        return  # another finding's fix gives the same queue WQ_MEM_RECLAIM
-    _add_flags(call, i, api.RESCUER_FLAG)
-
-
-def move_flag(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    """flag-as-max-active: the flags written as max_active moved into the flags (after any
-    another fix adds there) and max_active 0, the default, in one edit of the two arguments,
-    as upstream fixed drm/xe's (aa39abc08e77)."""
-    fi, mi = finding.flags_arg, finding.max_active_arg
-    if fi < 0 or mi != fi + 1 or mi >= len(call.args):
-        raise NoEdit(f"the flags and max_active are set inside {_inner(call)}, not at this call")
-    written = _operands(call.args[mi])
-    if not written or not all(o in api.FLAG_NAMES for o in written):
-        raise NoEdit("max_active is not written as flags at this call: move the flag where it is set")
-    if mi in call.changed:
-        raise NoEdit("another fix of this call already changes max_active")
-    missing = " | ".join(o for o in written if o not in _operands(call.args[fi]))
-    variant = _with_flags(call, fi, missing) if missing else "keep"
-    call.set_arg(mi, "0")
-    call.ops.append(("move-flag", call.name, fi, missing, variant))
-
-
-def _operands(text: str) -> list:
-    """The operands of flags written as a | b | c."""
-    return [layout.normalize(o) for o in layout.split_top(_unparen(text), "|")]
-
-
-def _add_flags(call: Call, i: int, flags: str) -> None:
-    """flags (one, or several joined by |) added to argument i: _with_flags(), as an add-flag."""
-    variant = _with_flags(call, i, flags)
-    call.ops.append(("add-flag", call.name, i, flags, variant))
-
-
-def _with_flags(call: Call, i: int, flags: str) -> str:
-    """flags added to argument i, after what another fix of the same call added there (never
-    over another kind of change); the form of the edit for the semantic patch: zero (the
-    argument was 0), paren or plain."""
-    old = call.args[i]
-    if i in call.changed:
-        if not any(op[0] == "add-flag" and op[2] == i for op in call.ops):
-            raise NoEdit("another fix of this call already changes that argument")
-        call.args[i] = with_flag(old, None, flags)
-    else:
-        call.set_arg(i, with_flag(old, call.arg_nodes[i], flags))
-    return "zero" if old.strip() == "0" else "paren" if call.args[i].startswith("(") else "plain"
-
-
-def _reclaim_refusal(finding: Finding) -> Optional[str]:
-    """Why the check found no allocation to edit (hints.no_fix): the finding's own advice says
-    it (rules.yaml, the migration case of that reason)."""
-    if finding.hints.no_fix is None:
-        return None
-    return finding.migration or "no single allocation to give WQ_MEM_RECLAIM"
-
-
-def with_flag(text: str, node, flag: str) -> str:
-    if text.strip() == "0":
-        return flag
-    if "||" not in text and re.search(r"\S\||\|\S", text):
-        # The line changes anyway: space the operators as checkpatch asks.
-        text = " | ".join(layout.normalize(o) for o in layout.split_top(text, "|"))
-    low = node is not None and (node.type in _LOW_PRECEDENCE or (
-        node.type == "binary_expression" and parser.text(node.child_by_field_name("operator")) in ("||", "&&")))
-    return f"({text}) | {flag}" if low else f"{text} | {flag}"
-
-
-def expand_legacy(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    spec = facts.legacy.get(call.name)
-    if spec is None or len(call.args) != 1:
-        raise NoEdit(f"{call.name}() is not a create_*workqueue(name) macro of this tree")
-    callee, fmt, operands, middle = spec
-    operands = list(operands)
-    if facts.has_percpu and callee == "alloc_workqueue" and "WQ_UNBOUND" not in operands \
-            and "WQ_PERCPU" not in operands:
-        operands.append("WQ_PERCPU")  # what missing-affinity-flag would ask of the result
-    name = call.args[0]
-    literal = re.fullmatch(r'"(?:[^"\\%]|\\.)*"', name.strip())
-    tail = [] if literal and fmt == '"%s"' else [name]
-    call.ops.append(("legacy", call.name, callee, not tail, " | ".join(operands) or "0", tuple(middle), fmt))
-    call.name = callee
-    call.args = [name.strip() if tail == [] else fmt, " | ".join(operands) or "0", *middle, *tail]
-    call.arg_nodes = [None] * len(call.args)
-    call.changed = set(range(len(call.args)))
-
-
-def ordered(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    if call.name != "alloc_workqueue":
-        raise NoEdit(f"the queue is made inside {_inner(call)}: convert it there")
-    if finding.hints.sysfs:
-        raise NoEdit("WQ_SYSFS is set, which ordered queues refuse before v7.1")
-    fi, mi = finding.flags_arg, finding.max_active_arg
-    if fi != 1 or mi != 2 or call.args[mi].strip() != "1":
-        raise NoEdit("max_active 1 is not written at this call")
-    operands = [o.strip() for o in layout.split_top(call.args[fi], "|")]
-    if "WQ_UNBOUND" not in operands:
-        raise NoEdit("WQ_UNBOUND is not written at this call")
-    rest = [o for o in operands if o != "WQ_UNBOUND"]
-    call.name = "alloc_ordered_workqueue"
-    call.set_arg(fi, " | ".join(rest) or "0")
-    call.remove_arg(mi)
-    call.ops.append(("ordered", fi, mi, call.args[fi]))
-
-
-def percpu_default(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    i = _max_active_here(call, finding)
-    call.set_arg(i, "0")
-    call.ops.append(("arg", call.name, i, "0"))
-
-
-def clamp(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    i = _max_active_here(call, finding)
-    call.set_arg(i, f"min_t(int, {call.args[i]}, WQ_MAX_ACTIVE)")
-    call.ops.append(("arg", call.name, i, call.args[i]))
-
-
-def global_limit(call: Call, finding: Finding, facts: TreeFacts) -> None:
-    """max_active becomes 0 and the limit is set system-wide after the NULL check:
-    CPU count * m / d through workqueue_set_global_max_active_cpus(), which follows CPU
-    hotplug; any other expression of a CPU count (a cap) through workqueue_set_global_max_active()."""
-    if call.name not in ALLOCATORS:
-        raise NoEdit(f"the queue is made inside {_inner(call)}: set the limit where the value is chosen")
-    i = _max_active_here(call, finding)
-    node = call.arg_nodes[i]
-    ratio = cpu_ratio(node)
-    if ratio is None and not _mentions_cpu_count(node):
-        raise NoEdit("the CPU count is not written at this call: state the limit where it is computed")
-    target, stmt = _assigned_to(call.node)
-    if target is None:
-        raise NoEdit("the new queue is not stored in a variable or field at this call")
-    if ratio:
-        setter = ("workqueue_set_global_max_active_cpus", [target, str(ratio[0]), str(ratio[1])])
-    else:
-        setter = ("workqueue_set_global_max_active", [target, call.args[i]])
-    call.set_arg(i, "0")
-    indent = layout.line_indent(call.src.line_text(call.src.line_at(call.base + stmt.start_byte)))
-    check = _null_check_after(stmt, target)
-    call.ops.append(("global", call.name, i, target, setter[0], tuple(setter[1]),
-                     parser.text(check.child_by_field_name("condition")) if check is not None else None))
-    statement = f"{setter[0]}({', '.join(layout.normalize(a) for a in setter[1])});"
-    if check is not None:
-        at = call.base + check.end_byte
-        call.inserts.append(Edit(at, at, "\n" + _added_line(indent, statement)))
-    else:
-        at = call.base + stmt.end_byte
-        added = f"\n{indent}if ({target})\n" + _added_line(indent + "\t", statement)
-        if stmt.parent is not None and stmt.parent.type in _BODY_OF:
-            # The body of an if, else or loop without braces becomes a block, as Coccinelle
-            # writes it: "else {" ... "}" at the indentation of the line before.
-            before = call.base + stmt.prev_sibling.end_byte
-            outer = layout.line_indent(call.src.line_text(call.src.line_at(before - 1)))
-            call.inserts.append(Edit(before, before, " {"))
-            added += f"\n{outer}}}"
-        call.inserts.append(Edit(at, at, added))
-
-
-_BODY_OF = ("if_statement", "else_clause", "while_statement", "for_statement", "do_statement")
-
-
-def _added_line(indent: str, statement: str) -> str:
-    """A statement the fix adds on a line of its own, laid out as Coccinelle adds it."""
-    return layout.coccinelle(indent + statement, [(len(indent), len(indent) + len(statement), False)])
-
-
-def refusal(edit: str, finding: Finding) -> Optional[str]:
-    """Why edit cannot fix finding, when its facts already tell (before any file is read)."""
-    check = _REFUSALS.get(edit)
-    return check(finding) if check is not None else None
-
-
 def edit_at(finding: Finding) -> tuple:
     """(path, line, column) of the call a fix of finding edits: the reported call, or the one
     its hints name (edit_at: the allocation of a queue the reported flush waits for)."""
     at = finding.hints.edit_at
     return (finding.path, finding.line, finding.col) if at is None else (at.path, at.line, at.col)
-
-
-_REFUSALS = {"add-reclaim": _reclaim_refusal}
-
-
-# When several findings share a call, the edits are tried in this order: the ones that
-# rewrite the whole call first, a clamp last (a global limit makes it moot).
-EDITS = {
-    "expand-legacy": expand_legacy, "ordered": ordered, "global-limit": global_limit,
-    "percpu-default": percpu_default, "add-percpu": add_percpu, "drop-percpu": drop_percpu,
-    "move-flag": move_flag, "clamp": clamp, "replace-system-queue": replace_system_queue, "add-reclaim": add_reclaim,
-}
 
 
 # -- writing the call back -----------------------------------------------------------------
@@ -561,18 +314,7 @@ def count_alike(call: Call, callee: str, args: tuple) -> int:
     return count
 
 
-# -- helpers ------------------------------------------------------------------------------
-
-def _inner(call: Call) -> str:
-    return f"{call.name}()" if call.name not in ALLOCATORS else "a variable or wrapper"
-
-
-def _max_active_here(call: Call, finding: Finding) -> int:
-    i = finding.max_active_arg
-    if i < 0 or i >= len(call.args):
-        raise NoEdit(f"max_active is set inside {_inner(call)}, not at this call")
-    return i
-
+# -- the code around a call ---------------------------------------------------------------
 
 def _unparen_node(node):
     """node without the parentheses around it (a loop: they may be nested deeply)."""
@@ -614,7 +356,7 @@ def _is_cpu_count(node) -> bool:
     return False
 
 
-def _mentions_cpu_count(node) -> bool:
+def mentions_cpu_count(node) -> bool:
     todo = [node]
     while todo:
         n = todo.pop()
@@ -624,7 +366,7 @@ def _mentions_cpu_count(node) -> bool:
     return False
 
 
-def _assigned_to(call_node):
+def assigned_to(call_node):
     """(text of what the call's result is stored in, the statement), or (None, None)."""
     parent = call_node.parent
     while parent is not None and parent.type in ("parenthesized_expression", "cast_expression"):
@@ -645,7 +387,7 @@ def _assigned_to(call_node):
     return None, None
 
 
-def _null_check_after(stmt, target: str):
+def null_check_after(stmt, target: str):
     """The `if (!target) ...` right after stmt (without an else), or None."""
     nxt = stmt.next_named_sibling
     while nxt is not None and nxt.type == "comment":

@@ -27,7 +27,7 @@ class Fix:
     target: str
     safety: str  # safe | suggestion
     why: str  # one paragraph: what the edit does and why it is right on this version
-    ops: tuple = ()  # what the edit does to the call, for the semantic patch (fix.cocci_gen)
+    ops: tuple = ()  # of fix.edit_kinds.EditKind: what the edit did to the call, for fix.cocci_gen
     # Which call it is, as a semantic patch can tell: the enclosing function, the name called,
     # the text of each argument without spaces or comments, what each edit of the call
     # (this fix's and the others') wrote: ((op, ((index, text or None), ...)), ...), and

@@ -20,7 +20,7 @@ from typing import Optional
 
 from wqlint import api, catalogue as catalogue_mod, errors, kversion, safeio
 from wqlint.finding import Finding, Report
-from wqlint.fix import compat, edits as edit_kinds
+from wqlint.fix import compat, edit_kinds, edits
 from wqlint.fix.model import FileChange, Fix
 from wqlint.scan import parser
 from wqlint.scan.options import ScanOptions
@@ -58,13 +58,13 @@ class Plan:
         return [f for c in self.changes for f in c.fixes]
 
 
-def tree_facts(root: Path, version: tuple) -> edit_kinds.TreeFacts:
+def tree_facts(root: Path, version: tuple) -> edits.TreeFacts:
     header = root / API_HEADER
     try:
         text = safeio.read_text(header, safeio.MAX_SOURCE_BYTES, root, errors="replace")
     except safeio.InputRefused:
         text = api.builtin_header(version).decode()
-    return edit_kinds.tree_facts(text)
+    return edits.tree_facts(text)
 
 
 def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
@@ -89,7 +89,7 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         if isinstance(decided, NotFixed):
             result.not_fixed.append(decided)
             continue
-        by_file.setdefault(edit_kinds.edit_at(f)[0], []).append((f, *decided))
+        by_file.setdefault(edits.edit_at(f)[0], []).append((f, *decided))
     # The files edited, and those the findings are judged from again: their own (a fix may edit
     # another file's call) and the ones they name (hints.judged_with).
     needed = set(by_file)
@@ -110,14 +110,14 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
             now = found.get(_key(f))
             # Decided again from the finding as judged now (a saved finding's hints are a request),
             # and edited where it says.
-            if now is None or edit_kinds.edit_at(now)[0] not in contents:
+            if now is None or edits.edit_at(now)[0] not in contents:
                 result.not_fixed.append(NotFixed(f, NOT_FOUND_AGAIN, case.safety))
                 continue
             decided = _decide(now, catalogue, target, version, suggestions)
             if isinstance(decided, NotFixed):
                 result.not_fixed.append(dataclasses.replace(decided, finding=f))
             else:
-                planned.setdefault(edit_kinds.edit_at(now)[0], []).append((now, *decided))
+                planned.setdefault(edits.edit_at(now)[0], []).append((now, *decided))
     for path in sorted(planned):
         change = _file_change(path, contents[path], planned[path], target, facts, result)
         if change is not None:
@@ -142,7 +142,7 @@ def _decide(f: Finding, catalogue, target: str, version: tuple, suggestions: boo
         return NotFixed(f, "the call is in a branch of an #if whose other branch already makes the change (see "
                            "the chain): the module's code for kernels without the replacement, left as it is",
                         case.safety)
-    refused = edit_kinds.refusal(case.edit, f)
+    refused = edit_kinds.EDITS[case.edit].refusal(f)
     if refused is not None:
         return NotFixed(f, refused, case.safety)
     if case.safety == "suggestion" and not suggestions:
@@ -190,7 +190,7 @@ def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, p
         result.not_fixed.extend(NotFixed(fx.finding, dropped[at], fx.safety) for fx in change.fixes
                                 if fx.at == at and fx.edit == "add-reclaim")
         keep = [(f, case, why) for f, case, why in planned[path]
-                if (path, edit_kinds.edit_at(f)[1]) != at or case.edit != "add-reclaim"]
+                if (path, edits.edit_at(f)[1]) != at or case.edit != "add-reclaim"]
         planned[path] = keep
         scratch = Plan(result.root, result.target, result.version)  # its not-fixed were counted before
         redone = _file_change(path, contents[path], keep, result.target, facts, scratch) if keep else None
@@ -283,16 +283,16 @@ def _file_change(rel: str, data: bytes, items: list, target: str, facts, result:
     src = SourceFile(rel, data)
     calls: dict = {}
     for f, case, why in items:
-        calls.setdefault(edit_kinds.edit_at(f)[1:], []).append((f, case, why))
-    rewrites: list[edit_kinds.Rewrite] = []
+        calls.setdefault(edits.edit_at(f)[1:], []).append((f, case, why))
+    rewrites: list[edits.Rewrite] = []
     placed: list[tuple[int, Fix]] = []  # (start of the call, fix)
     sites: list[tuple[dict, int]] = []
     for key in sorted(calls):
         group = calls[key]
         try:
-            path, line, col = edit_kinds.edit_at(group[0][0])
-            call = edit_kinds.find_call(src, dataclasses.replace(group[0][0], path=path, line=line, col=col))
-        except edit_kinds.NoEdit as exc:
+            path, line, col = edits.edit_at(group[0][0])
+            call = edits.find_call(src, dataclasses.replace(group[0][0], path=path, line=line, col=col))
+        except edits.NoEdit as exc:
             result.not_fixed.extend(NotFixed(f, str(exc), case.safety) for f, case, _ in group)
             continue
         made: list[tuple] = []
@@ -302,8 +302,8 @@ def _file_change(rel: str, data: bytes, items: list, target: str, facts, result:
         for f, case, why in sorted(group, key=lambda item: order.index(item[1].edit)):
             saved = call.snapshot()
             try:
-                edit_kinds.EDITS[case.edit](call, f, facts)
-            except edit_kinds.NoEdit as exc:
+                edit_kinds.EDITS[case.edit].apply(call, f, facts)
+            except edits.NoEdit as exc:
                 call.restore(saved)
                 result.not_fixed.append(NotFixed(f, str(exc), case.safety))
                 continue
@@ -313,32 +313,32 @@ def _file_change(rel: str, data: bytes, items: list, target: str, facts, result:
             # its flag after the one add-percpu added.)
             written = (call.changed - saved["changed"]) | {i for i in saved["changed"]
                                                            if call.args[i] != saved["args"][i]}
-            changes = tuple((i, None if call.args[i] is None else edit_kinds.site_text(call.args[i]))
+            changes = tuple((i, None if call.args[i] is None else edits.site_text(call.args[i]))
                             for i in sorted(written))
             steps.extend((op, changes) for op in made[-1][3])
         if not made:
             continue
-        rewrites.append(edit_kinds.rewrite(call))
+        rewrites.append(edits.rewrite(call))
         callee = parser.text(call.node.child_by_field_name("function"))
-        args = tuple(edit_kinds.site_text(a) for a in original_args)
-        function, call_steps = edit_kinds.enclosing_function(call.node), tuple(steps)
+        args = tuple(edits.site_text(a) for a in original_args)
+        function, call_steps = edits.enclosing_function(call.node), tuple(steps)
         where = dict(function=function, callee=callee, args=args, steps=call_steps)
-        sites.append((where, edit_kinds.count_alike(call, callee, args)))
+        sites.append((where, edits.count_alike(call, callee, args)))
         placed.extend((call.start, Fix(f, target, case.safety, why, ops, function=function, callee=callee, args=args,
                                       steps=call_steps, at=(rel, key[0]), edit=case.edit))
                       for f, case, why, ops in made)
     if not rewrites:
         return None
-    edits, raw = edit_kinds.render(data, rewrites)
+    text_edits, raw = edits.render(data, rewrites)
     for call_start, fx in placed:
         fx.raw = raw.get(call_start, "")
     fixes = [fx for _, fx in placed]
     _mark_twins(fixes, sites)
-    edits.sort(key=lambda e: (e.start, e.end))
-    for a, b in zip(edits, edits[1:]):
+    text_edits.sort(key=lambda e: (e.start, e.end))
+    for a, b in zip(text_edits, text_edits[1:]):
         if b.start < a.end:
             raise FixError(f"{rel}: two fixes overlap at byte {b.start}; fix one rule at a time (--rule)")
-    after = edit_kinds.apply_edits(data, edits)
+    after = edits.apply_edits(data, text_edits)
     if _errors(after) > _errors(data):
         result.not_fixed.extend(NotFixed(fx.finding, "the edited file would not parse", fx.safety) for fx in fixes)
         return None
