@@ -371,3 +371,24 @@ def test_hints_are_read_back_as_a_scan_writes_them():
     assert got == Hints(edit_at=At(12, 5, "drivers/x.c"), no_fix=NoFix("sites", "3"), per_object=True)
     assert got.has("per-object") and not got.has("sysfs") and not got.has("no-fix")
     assert Hints.parse(["edit-at=12:x:drivers/x.c"]).edit_at is None
+
+
+def test_the_edits_rules_yaml_may_name_are_the_fixer_s_kinds(tmp_path):
+    """Each edit kind is a class of fix.edit_kinds; rules.yaml is checked against their names
+    (fix.kinds), which the catalogue reads without loading the fixer, in either import order."""
+    import sys
+
+    from conftest import REPO
+    from wqlint.fix import edit_kinds
+    assert catalogue.FIX_EDITS == (*edit_kinds.EDITS, "none")
+    assert all(kind.name == name for name, kind in edit_kinds.EDITS.items())
+    bad = tmp_path / "rules.yaml"
+    bad.write_text((REPO / "rules.yaml").read_text().replace("edit: clamp\n", "edit: clamp-hard\n", 1))
+    with pytest.raises(catalogue.CatalogueError, match="edit 'clamp-hard' is not one of expand-legacy, ordered, "):
+        catalogue.load(bad)
+    for first, then in (("wqlint.catalogue", "wqlint.fix.edit_kinds"), ("wqlint.fix.edit_kinds", "wqlint.catalogue")):
+        got = subprocess.run([sys.executable, "-c", f"import sys, {first}; loaded = set(sys.modules); import {then}; "
+                              "print(sorted(m for m in loaded if m.startswith('wqlint.fix.')))"],
+                             capture_output=True, text=True, check=True)
+        if first == "wqlint.catalogue":
+            assert got.stdout.strip() == "['wqlint.fix.kinds']"

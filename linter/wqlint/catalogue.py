@@ -15,6 +15,7 @@ import yaml
 
 from wqlint import errors
 from wqlint.finding import NO_HINTS, Hints
+from wqlint.fix.kinds import NAMES as EDIT_KINDS
 from wqlint.project_files import locate
 
 SEVERITIES = ("error", "warning", "note")
@@ -32,9 +33,8 @@ FIX_KEYS = {"strategy", "safety", "targets"}
 FIX_TARGETS = ("mainline", "reference")
 FIX_CASE_KEYS = {"versions", "edit", "safety", "why"}
 FIX_CASE_OPTIONAL = {"when"}  # a hint the finding must carry for the case to apply
-# The edits wqlint knows how to make (wqlint.fix.edits); "none" explains without editing.
-FIX_EDITS = ("add-percpu", "drop-percpu", "expand-legacy", "ordered", "global-limit", "percpu-default",
-             "clamp", "replace-system-queue", "add-reclaim", "move-flag", "none")
+# The edits wqlint knows how to make (the kinds of wqlint.fix.edit_kinds); "none" explains without editing.
+FIX_EDITS = EDIT_KINDS + ("none",)
 FIX_CASE_SAFETY = ("safe", "suggestion")
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _CONSTRAINT_RE = re.compile(r"^(>=|<=|<|>|==)\s*(\d+)\.(\d+)(?:\.(\d+))?$")
