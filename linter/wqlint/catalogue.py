@@ -389,8 +389,10 @@ def _migration(path, node) -> tuple:
 MAX_CATALOGUE_BYTES = 4 * 1024 * 1024
 
 
-def load(path=None) -> Catalogue:
-    """Load and validate the catalogue; raise CatalogueError naming file and line."""
+def load(path=None, reported: frozenset = frozenset()) -> Catalogue:
+    """Load and validate the catalogue; raise CatalogueError naming file and line.
+    reported: the rule ids that must be described (the ids the checks report, given by
+    wqlint.checks.load_catalogue: the catalogue knows no rule's code)."""
     path = Path(path) if path else default_path()
     name = str(path)
     from wqlint import safeio
@@ -429,9 +431,7 @@ def load(path=None) -> Catalogue:
             raise _err(name, node, f"duplicate rule id '{rule.id}' (first at line {seen[rule.id]})")
         seen[rule.id] = node.start_mark.line + 1
         rules.append(rule)
-    from wqlint.checks import RULE_IDS
-
-    missing = sorted(RULE_IDS - set(seen))
+    missing = sorted(reported - set(seen))
     if missing:
         raise _err(name, top["rules"][0], f"no rule '{missing[0]}', which wqlint's checks report"
                    + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))

@@ -18,8 +18,10 @@ from wqlint.machine import MAX_CPUS, NCPUS
 
 
 def _load_catalogue(path):
+    from wqlint.checks import load_catalogue
+
     try:
-        return catalogue_mod.load(path)
+        return load_catalogue(path)
     except catalogue_mod.CatalogueError as exc:
         _fail(exc)
 

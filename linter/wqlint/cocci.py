@@ -8,7 +8,7 @@ semantic-patches/README.md); the same files run in a kernel tree through
 
 Entry point for the CLI::
 
-    findings, errors = wqlint.cocci.run(root, targets, wqlint.catalogue.load(), jobs)
+    findings, errors = wqlint.cocci.run(root, targets, wqlint.checks.load_catalogue(), jobs)
 
 A missing spatch raises :class:`SpatchNotFound` (a ``RuntimeError``) whose text says to
 install Debian's package ``coccinelle``.

@@ -109,8 +109,9 @@ class _LazyCatalogue:
     def __getitem__(self, rule_id):
         if self._cat is None:
             from wqlint import catalogue as catalogue_mod
+            from wqlint.checks import load_catalogue
             try:
-                self._cat = catalogue_mod.load(self.path)
+                self._cat = load_catalogue(self.path)
             except catalogue_mod.CatalogueError as exc:
                 _say(f"Error: {exc}")
                 sys.exit(2)

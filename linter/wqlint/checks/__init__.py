@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Iterable
 import pkgutil
 
+from wqlint import catalogue
 from wqlint.finding import numbered
 from wqlint.scan.site import PARTS, QueueUse, Site, paths
 from wqlint.scan.work import Flow
@@ -74,5 +75,11 @@ def unread(rule_on) -> frozenset:
     return every - frozenset().union(*(m.READS for rule, m in REGISTRY.items() if rule_on(rule)))
 
 
-# Every rule id a check reports: the catalogue must describe each (catalogue.load checks).
+# Every rule id a check reports: the catalogue must describe each (load_catalogue).
 RULE_IDS = frozenset(REGISTRY)
+
+
+def load_catalogue(path=None) -> catalogue.Catalogue:
+    """The catalogue at path (default: catalogue.default_path()), which must describe every
+    rule a check reports; CatalogueError names the file and line where it does not."""
+    return catalogue.load(path, reported=RULE_IDS)
