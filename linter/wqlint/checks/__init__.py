@@ -14,8 +14,7 @@ import pkgutil
 
 from wqlint import catalogue
 from wqlint.finding import numbered
-from wqlint.scan.site import PARTS, QueueUse, Site, paths
-from wqlint.scan.work import Flow
+from wqlint.scan.site import PARTS, Flow, QueueUse, Site, paths
 
 REGISTRY: dict = {}
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):

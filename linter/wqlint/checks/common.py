@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from wqlint.finding import NO_HINTS, Finding, Hints, Step
-from wqlint.scan.site import CheckContext, QueueUse, Site
+from wqlint.scan.site import CheckContext, Flow, QueueUse, Site
 from wqlint.scan.values import steps_in
-from wqlint.scan.work import Flow
 
 
 def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: list,

@@ -15,9 +15,8 @@ from dataclasses import replace
 from wqlint import api
 from wqlint.checks.common import applies, flow_finding
 from wqlint.finding import At, Hints, NoFix, Step
-from wqlint.scan.site import CheckContext
+from wqlint.scan.site import CheckContext, Flow
 from wqlint.scan.values import Unknown, evaluate, strings_of, walk
-from wqlint.scan.work import Flow
 
 RULE = "reclaim-flush-dependency"
 READS = frozenset({"flow"})

@@ -1,4 +1,7 @@
-"""A resolved allocation site: what the checks see."""
+"""The kinds of site the scanner resolves and the rules judge: an allocation (Site), a queue
+named at a call (QueueUse), a work item reaching a flush (Flow), and the data they carry
+(NameArgs, Key, Target, FlagBits). Data only: below the scanner and the rules, importing
+nothing of theirs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -90,6 +93,62 @@ class QueueUse:
     # (helper, Step) of the calls in the same file of the API's helpers that queue on a
     # system queue themselves (api.SCHEDULE_HELPERS): the work a flush may mean to wait for.
     scheduled: tuple[tuple[str, Step], ...] = ()
+
+
+@dataclass(frozen=True)
+class Key:
+    """Where a queue or a work item is kept: a variable, or a member of a struct."""
+
+    kind: str  # "var" | "member"
+    name: str
+    tag: str = ""  # the struct's tag, when known
+
+    def matches(self, other: "Key") -> bool:
+        return (self.kind == other.kind and self.name == other.name
+                and (not self.tag or not other.tag or self.tag == other.tag))
+
+    def show(self) -> str:
+        if self.kind == "var":
+            return self.name
+        return f"{'struct ' + self.tag if self.tag else ''}.{self.name}" if self.tag else f".{self.name}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a flush waits for, and the queues that is: allocation sites, or a system queue."""
+
+    what: str  # "queue" | "work"
+    key: Optional[Key]
+    sites: tuple[Site, ...] = ()  # allocation Sites of the queue(s) waited for
+    system: str = ""  # a system queue's name (api.SYSTEM_QUEUES) when no site is known
+    queued: tuple[Step, ...] = ()  # Steps putting the flushed work item on those queues
+    complete: bool = True  # every queue the work item goes to is known
+    func: str = ""  # the function the flushed work item is bound to, when one is known
+    holders: tuple[Optional[Key], ...] = ()  # where each of sites keeps its queue (queue_key())
+
+
+@dataclass
+class Flow:
+    """A work item on a queue whose work function reaches a flush: the third kind of site,
+    judged by the rules that READ "flow"."""
+
+    site: Site  # the allocation of the queue the work runs on
+    queue: Key
+    queued: Step  # the call putting the work item on it
+    bound: Step  # the binding of the work item to its function
+    function: str  # the work function
+    calls: tuple[Step, ...]  # the calls from the work function to the function that flushes
+    flush: Step  # the flush
+    call: str  # the flushing function (api.FLUSH_CALLS)
+    target: Target
+    path: str = ""  # where the finding is reported: the flush
+    line: int = 0
+    col: int = 0
+    end_col: int = 0
+    suppressed: frozenset[str] = frozenset()
+    # The flush is outside the paths scanned (another subsystem's), the work inside:
+    # reported to the work's maintainer, with no edit of the other subsystem's queue.
+    elsewhere: bool = False
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,7 @@ from wqlint import __version__, safeio
 from wqlint.code_id import code_id
 from wqlint.finding import InputError, Step
 from wqlint.scan import codec
-from wqlint.scan.site import FlagBits, QueueUse, Site
-from wqlint.scan.work import Flow
+from wqlint.scan.site import FlagBits, Flow, QueueUse, Site
 from wqlint.scan.source import MAX_FILE_BYTES
 
 FORMAT = 6
