@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from wqlint.scan import index
-from wqlint.scan.index import TreeIndex, covering
+from wqlint.scan.index import TreeIndex
+from wqlint.scan.search import covering
 
 
 def test_covering_keeps_the_names_that_hold_no_other():

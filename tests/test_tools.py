@@ -163,12 +163,12 @@ def test_a_program_that_does_not_answer_is_killed_with_its_children(tmp_path):
 
 
 def test_search_output_not_in_the_asked_for_shape_is_an_error():
-    from wqlint.scan import index
+    from wqlint.scan import search
     good = b"./a.c\x003:x = 1;\n"
-    assert list(index._records(good)) == [(b"./a.c", 3, b"x = 1;")]
+    assert list(search.records(good)) == [(b"./a.c", 3, b"x = 1;")]
     for bad in (b"\x1b[35m./a.c\x1b[0m\x00\x1b[32m3\x1b[0m:x\n", b"./a.c\x00x = 1;\n", b"junk line\n"):
-        with pytest.raises(index.SearchOutputError):
-            list(index._records(bad))
+        with pytest.raises(search.SearchOutputError):
+            list(search.records(bad))
 
 
 def test_spatch_reads_no_cocciconfig_of_the_tree(tmp_path):

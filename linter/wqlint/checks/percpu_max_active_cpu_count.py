@@ -1,7 +1,7 @@
 """percpu-max-active-cpu-count: max_active is a CPU count the caller chose, on a queue that is per-CPU."""
 from __future__ import annotations
 
-from wqlint.checks import _cpu_count
+from wqlint.checks._cpu_count import judge
 from wqlint.scan.site import CheckContext, Site
 
 RULE = "percpu-max-active-cpu-count"
@@ -9,4 +9,4 @@ READS = frozenset({"flags", "max_active"})
 
 
 def check(site: Site, ctx: CheckContext) -> list:
-    return _cpu_count.judge(site, ctx, RULE)
+    return judge(site, ctx, RULE)

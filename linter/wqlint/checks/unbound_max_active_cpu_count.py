@@ -1,7 +1,7 @@
 """unbound-max-active-cpu-count: max_active is a CPU count the caller chose, on a queue that may be unbound."""
 from __future__ import annotations
 
-from wqlint.checks import _cpu_count
+from wqlint.checks._cpu_count import judge
 from wqlint.scan.site import CheckContext, Site
 
 RULE = "unbound-max-active-cpu-count"
@@ -9,4 +9,4 @@ READS = frozenset({"flags", "max_active"})
 
 
 def check(site: Site, ctx: CheckContext) -> list:
-    return _cpu_count.judge(site, ctx, RULE)
+    return judge(site, ctx, RULE)

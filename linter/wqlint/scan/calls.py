@@ -15,7 +15,7 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
-from wqlint.scan.index import covering
+from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
 from wqlint.scan.source import is_c_source
 from wqlint.scan.subtext import SubsystemText

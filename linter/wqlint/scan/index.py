@@ -15,12 +15,13 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Iterator, Optional
 
-from wqlint import errors, safeio, tools
+from wqlint import safeio, tools
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
-from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, read_source, relpath
+from wqlint.scan.search import (IDENT_RE, LINE_START, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, covering,
+                                defines, definition_regex, records, rel_name)
+from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, digest, read_source, relpath
 
-_IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # The tree search is for plain strings, at most SEARCH_CHUNK per pass; which lines name a
 # token as a word, or may define it, is decided in Python. ripgrep 13's word (-w) and regex
 # matching cost about ten times its literal search on a kernel tree (3.6 s of CPU against
@@ -31,12 +32,6 @@ _IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # pass 1 s on 6.12, in four passes of 16 2.3 s). The answer is the same whatever was
 # searched with it, which lets the index kept between runs (store.py) update it file by file.
 SEARCH_CHUNK = 64
-# A search of the whole tree takes seconds; one that takes this long is stuck (a FIFO).
-SEARCH_TIMEOUT = 900
-# What one search may print: the lines of a kernel tree naming the most common names searched
-# are a few MiB; a tree of files full of them (each file's lines are printed whatever its size)
-# would otherwise be held whole.
-MAX_SEARCH_OUTPUT = 256 * 1024 * 1024
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
@@ -190,7 +185,6 @@ class TreeIndex:
         data = self._read(rel)
         if data is None:
             return None
-        from wqlint.scan.store import digest
         self.looked[rel] = digest(data)
         self._recent[rel] = data
         if len(self._recent) > RECENT_TEXTS:
@@ -293,7 +287,7 @@ class TreeIndex:
         self._take(key, got, self.store.cover.get(key[1], {""}) if where is not None else None)
         lines = self.store.lines
         for rel, line in got:
-            if not self._shadowed(rel):
+            if not self.shadowed(rel):
                 content = lines.get((rel, line))
                 if content is not None:
                     self._lines[(rel, line)] = content
@@ -306,7 +300,7 @@ class TreeIndex:
         """Make the answer to key what the tree's files say (disk, [(rel, line)]), with the
         files in memory (`extra`) in place of theirs on disk."""
         token = key[1] if scopes is not None else key
-        occ = [o for o in disk if not self._shadowed(o[0])]
+        occ = [o for o in disk if not self.shadowed(o[0])]
         occ.extend(self._extra_occurrences(token, scopes is not None))
         if scopes is not None:
             old = self.fetched.get(key, [])
@@ -315,7 +309,7 @@ class TreeIndex:
         else:
             self.fetched[key] = sorted(occ)
 
-    def _shadowed(self, rel: str) -> bool:
+    def shadowed(self, rel: str) -> bool:
         """Do the lines of rel on disk not count (the file is held in memory, replaced or
         deleted by an overlay)? The store keeps the disk's answers; the index leaves these out."""
         return rel in self.extra or self.tree_files.replaced(rel)
@@ -328,7 +322,7 @@ class TreeIndex:
             if wanted not in data:
                 continue
             for lineno, content in enumerate(data.split(b"\n"), 1):
-                if wanted in set(_IDENT_RE.findall(content)) and (not defs or defines(token, content)):
+                if wanted in set(IDENT_RE.findall(content)) and (not defs or defines(token, content)):
                     out.append((rel, lineno))
         return out
 
@@ -403,7 +397,7 @@ class TreeIndex:
                 hits[(rel, line)] = content
         lines = {}
         for (rel, line), content in hits.items():
-            for ident in set(_IDENT_RE.findall(content)) & wanted:
+            for ident in set(IDENT_RE.findall(content)) & wanted:
                 # A line can name a token without defining it: keep it for a definition only
                 # when it may define that name (the same answer whatever was searched with it).
                 if defs and not defines(ident.decode(), content):
@@ -411,7 +405,7 @@ class TreeIndex:
                 results[ident.decode()].append((rel, line))
                 lines[(rel, line)] = content
         for at, content in lines.items():
-            if not self._shadowed(at[0]):
+            if not self.shadowed(at[0]):
                 self._lines[at] = content
         for token, occ in results.items():
             key = ("def", token) if defs else token
@@ -535,7 +529,7 @@ class TreeIndex:
         with ThreadPoolExecutor(self.jobs) as pool:
             for proc in pool.map(run, groups):
                 if isinstance(proc, tools.ToolError):
-                    self._search_failed(root, str(proc))
+                    self.search_failed(root, str(proc))
                     continue
                 for errline in proc.stderr.splitlines():
                     if errline.startswith(b"grep: ") and errline.endswith(b": binary file matches"):
@@ -545,13 +539,13 @@ class TreeIndex:
                     elif proc.returncode > 1 and root == self.root:
                         self._grep_error(errline.decode("utf-8", "replace"))
                 try:
-                    for name, num, content in _records(proc.stdout):
+                    for name, num, content in records(proc.stdout):
                         out.append((relpath(Path(os.fsdecode(name)), root), num, content))
                 except SearchOutputError as exc:
-                    self._search_failed(root, f"grep: {exc}")
+                    self.search_failed(root, f"grep: {exc}")
         return out
 
-    def _search_failed(self, root: Path, problem: str) -> None:
+    def search_failed(self, root: Path, problem: str) -> None:
         """A search whose answer cannot be used: an error, never 'nothing found'."""
         err = InputError(str(root), problem)
         if err not in self.errors:
@@ -574,10 +568,10 @@ class TreeIndex:
             if keep and proc.returncode in (0, 2):
                 proc.stdout = _kept(rg, proc.stdout, keep)
         except tools.ToolError as exc:
-            self._search_failed(root, str(exc))
+            self.search_failed(root, str(exc))
             return []
         if proc.returncode not in (0, 1, 2):
-            self._search_failed(root, f"ripgrep failed: {tools.last_line(proc)}")
+            self.search_failed(root, f"ripgrep failed: {tools.last_line(proc)}")
             return []
         for errline in proc.stderr.decode("utf-8", "replace").splitlines():
             # "rg: ./x.c: Permission denied (os error 13)": a file or directory that could not
@@ -590,21 +584,21 @@ class TreeIndex:
                 if all(e.path != err.path for e in self.errors):
                     self.errors.append(err)
             elif not m and errline.strip():
-                self._search_failed(root, f"ripgrep: {errline.strip()}")
+                self.search_failed(root, f"ripgrep: {errline.strip()}")
         out = []
         note = self._binary_note if root == self.root else (lambda line: None)
         try:
-            for name, num, content in _records(proc.stdout, note):
-                out.append((_clean(name), num, content))
+            for name, num, content in records(proc.stdout, note):
+                out.append((rel_name(name), num, content))
         except SearchOutputError as exc:
-            self._search_failed(root, f"ripgrep: {exc}")
+            self.search_failed(root, f"ripgrep: {exc}")
             return []
         return out
 
     def _binary_note(self, line: bytes) -> None:
         m = re.match(rb"(.*): binary file matches", line)
         if m:
-            self.bad.setdefault(_clean(m.group(1)), "binary file (contains NUL bytes)")
+            self.bad.setdefault(rel_name(m.group(1)), "binary file (contains NUL bytes)")
 
     def _grep_error(self, line: str) -> None:
         m = re.match(r"grep: (.*): ([^:]+)$", line)
@@ -648,85 +642,12 @@ class TreeIndex:
         return out
 
 
-def covering(tokens: list) -> list:
-    """The tokens that hold none of the others: a line holding any token holds one of them."""
-    kept: list[str] = []
-    for t in sorted(set(tokens), key=lambda t: (len(t), t)):
-        if not any(k in t for k in kept):
-            kept.append(t)
-    return sorted(kept)
-
-
-class SearchOutputError(errors.WqlintError):
-    """A search printed something that is not a record or a note; str() says what."""
-
-
-def _records(out: bytes, other=lambda line: None):
-    """(name, line number, content) of `--null` search output: NAME NUL NUM ':' CONTENT LF.
-    A file name may hold a newline, so records are cut at the NULs, not at newlines; a
-    line without a NUL between records (a 'binary file matches' note) goes to other().
-    Anything else is SearchOutputError: output of another shape (colours, JSON, counts, a
-    file list) must not read as "no lines found"."""
-    chunks = out.split(b"\0")
-    name = chunks[0]
-    for chunk in chunks[1:]:
-        while b"\n" in name:  # notes before the name: whole lines that say what they are
-            first, _, after = name.partition(b"\n")
-            if not re.match(rb".*: binary file matches", first):
-                break
-            other(first)
-            name = after
-        record, _, rest = chunk.partition(b"\n")
-        num, colon, content = record.partition(b":")
-        if not (num.isdigit() and colon):
-            raise SearchOutputError(f"output not in the form asked for: {(name + b' ' + record)[:80]!r}")
-        yield name, int(num), content
-        name = rest
-    for line in name.split(b"\n"):
-        if line and not re.match(rb".*: binary file matches", line):
-            raise SearchOutputError(f"output not in the form asked for: {line[:80]!r}")
-        other(line)
-
-
 def _joined(reldir: str, name: str) -> str:
     """relpath() of a file name in the directory whose relpath() is reldir."""
     return name if reldir == "." else reldir + "/" + name
 
 
-def _clean(name: bytes) -> str:
-    rel = os.fsdecode(name)
-    return rel[2:] if rel.startswith("./") else rel
-
-
-_DEFINES: dict = {}
-
-
-def defines(token: str, content: bytes) -> bool:
-    """May this line define token (definition_regex for that name alone)?"""
-    rx = _DEFINES.get(token)
-    if rx is None:
-        rx = _DEFINES[token] = re.compile(definition_regex([token]).encode())
-    return rx.search(content) is not None
-
-
-def definition_regex(tokens: list, start: str = "^") -> str:
-    """One extended regex (GNU grep -E, ripgrep, Python) for lines that may define a token;
-    start: what a line's start is (LINE_START for the records of a search's output)."""
-    t = "(" + "|".join(re.escape(x) for x in tokens) + ")"
-    return "|".join([
-        start + r"\s*#\s*define\s+" + t + r"\b",          # macro
-        start + r"[A-Za-z_].*\b" + t + r"\s*\(",             # function header (or prototype)
-        start + r"\s*" + t + r"\s*(=|,|$|/\*)",             # enumerator
-        r"\b" + t + r"\s*(\[[^]]*\])?\s*[|+]?=[^=]",  # assignment or initialised declaration
-        r"module_param.*\b" + t + r"\b",           # module parameter
-        start + r"\s*(typedef\s+)?(struct|union)\s+" + t + r"\s*(\{|$)",  # struct definition
-        start + r"\s*\}\s*" + t + r"\s*;",                   # end of a typedef'd struct
-    ])
-
-
-# The start of a line's content in a record of `--null -n` search output: NAME NUL NUM ':'.
-LINE_START = r"^[^\x00]*\x00[0-9]+:"
-# ripgrep's note on a binary file, in its output: kept through a filter (see _records).
+# ripgrep's note on a binary file, in its output: kept through a filter (see search.records).
 _BINARY_NOTE = "binary file matches"
 
 

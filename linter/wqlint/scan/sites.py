@@ -147,7 +147,7 @@ class SiteFinder:
         """A cheap first look: is this line near the focus, or in a function it calls?"""
         if not self.focus.outside(rel):
             return True
-        if self.store is not None and not self.index._shadowed(rel):
+        if self.store is not None and not self.index.shadowed(rel):
             # Kept in the index for the file as it is on disk: a review reads none of them again.
             name = self.store.enclosing_name(rel, line_text,
                                              lambda r, t: _enclosing_name(self.index.root / r, t))

@@ -9,6 +9,7 @@ parsed on demand and cached.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import os
 import re
@@ -222,11 +223,15 @@ def call_at(src: "SourceFile", line: int, col: int):
     return chunk, node
 
 
+def digest(data: bytes) -> str:
+    """The hash by which a file's bytes are known (the index kept between runs, a file only
+    looked at)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def call_digest(src: "SourceFile", line: int, col: int) -> str:
     """A hash of the whole text of the call named at line:col ('' when there is none): a
     saved finding is used only while its call reads exactly as it did."""
-    import hashlib
-
     found = call_at(src, line, col)
     if found is None:
         return ""

@@ -70,11 +70,11 @@ from wqlint.code_id import code_id
 from wqlint.finding import InputError, Step
 from wqlint.scan import codec
 from wqlint.scan.site import FlagBits, Flow, QueueUse, Site
-from wqlint.scan.source import MAX_FILE_BYTES
+from wqlint.scan.search import IDENT_RE, definition_regex
+from wqlint.scan.source import MAX_FILE_BYTES, digest
 
 FORMAT = 6
 MAGIC = b"wqlint-index"
-_IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 RACY_NS = 2_000_000_000
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 MAX_SCANS = 8
@@ -160,10 +160,6 @@ def cache_home() -> Path:
 
 def index_dir() -> Path:
     return cache_home() / "wqlint" / "index"
-
-
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def private_dir(path: Path, own: int = 2) -> bool:
@@ -452,10 +448,9 @@ class Store:
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
         """Search one file's bytes for every name the index holds, as the tree search would."""
-        from wqlint.scan.index import definition_regex
         hit = False
         for lineno, content in enumerate(data.split(b"\n"), 1):
-            idents = set(_IDENT_RE.findall(content))
+            idents = set(IDENT_RE.findall(content))
             here = False
             for ident in idents & uses.keys():
                 new_found.setdefault(uses[ident], []).append((rel, lineno))

@@ -19,9 +19,8 @@ import re
 from typing import Optional
 
 from wqlint import tools
-from wqlint.scan.index import MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, _clean, _records
+from wqlint.scan.search import IDENT_RE, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, records, rel_name
 
-_IDENT_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A line that may start a function's definition (its name before the parameters, at column
 # 0), and `.member = function,` (a member initialised to a function).
 HEADER = r"^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\("
@@ -106,7 +105,7 @@ class SubsystemText:
             wanted = {n.encode() for n in names}
             found: dict = {}
             for rel, line, content in self._search(sorted(want_words), names, fixed=True):
-                for ident in set(_IDENT_RE.findall(content)) & wanted:
+                for ident in set(IDENT_RE.findall(content)) & wanted:
                     found.setdefault((_dir(rel), ident.decode()), []).append((rel, line))
             for reldir, asked in want_words.items():
                 for word in asked:
@@ -121,7 +120,7 @@ class SubsystemText:
                     if src is not None:
                         text = src.slice(line, min(line + 2, src.nlines))
                 words = got[_dir(rel)]
-                for ident in set(_IDENT_RE.findall(text)):
+                for ident in set(IDENT_RE.findall(text)):
                     words.setdefault(ident.decode(), []).append((rel, line))
             self._calls.update(got)
         if want_heads:
@@ -143,7 +142,7 @@ class SubsystemText:
         else:
             files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
         # Files read from memory (a patched file, a preprocessed unit) are searched there.
-        memory = [r for d in dirs for r in files[d] if index._shadowed(r) or r in index.preloaded]
+        memory = [r for d in dirs for r in files[d] if index.shadowed(r) or r in index.preloaded]
         on_disk = {r for d in dirs for r in files[d]} - set(memory)
         out = []
         rg = tools.which("rg")
@@ -197,14 +196,14 @@ class SubsystemText:
             proc = tools.run(args, cwd=self.index.root, input=(text + "\n").encode(), timeout=SEARCH_TIMEOUT,
                              what="ripgrep", limit=MAX_SEARCH_OUTPUT)
         except tools.ToolError as exc:
-            self.index._search_failed(self.index.root, str(exc))
+            self.index.search_failed(self.index.root, str(exc))
             return []
         if proc.returncode not in (0, 1, 2):
-            self.index._search_failed(self.index.root, f"ripgrep failed: {tools.last_line(proc)}")
+            self.index.search_failed(self.index.root, f"ripgrep failed: {tools.last_line(proc)}")
             return []
         try:
             if fixed:
-                return sorted((_clean(name), num, content) for name, num, content in _fast_records(proc.stdout))
+                return sorted((rel_name(name), num, content) for name, num, content in _fast_records(proc.stdout))
             assert heads is not None and kept is not None  # given whenever patterns are not fixed
             if not heading:
                 _heads(proc.stdout, heads, kept, together)
@@ -213,7 +212,7 @@ class SubsystemText:
                 return self._ripgrep(rg, paths, patterns, fixed, heads, kept, together, heading=False)
             return []
         except SearchOutputError as exc:
-            self.index._search_failed(self.index.root, f"ripgrep: {exc}")
+            self.index.search_failed(self.index.root, f"ripgrep: {exc}")
             if heads is not None:
                 for reldir in heads:
                     heads[reldir] = Heads()
@@ -234,16 +233,16 @@ def _heads(out: bytes, heads: dict, kept: set, together: bool = False) -> None:
             for reldir in heads:
                 heads[reldir] = Heads()
     # a file name with a newline, a note: the careful way
-    records = []
-    for name, num, rest in _records(out):
+    rows = []
+    for name, num, rest in records(out):
         offset, colon, content = rest.partition(b":")
         if not (offset.isdigit() and colon):
             raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
         m = _HEAD_CONTENT_RE.match(content + b"\n")
         if m is None:
             raise SearchOutputError(f"output not in the form asked for: {rest[:80]!r}")
-        records.append((name, b"%d" % num, offset) + m.groups())
-    _add_heads(records, heads, kept, together)
+        rows.append((name, b"%d" % num, offset) + m.groups())
+    _add_heads(rows, heads, kept, together)
 
 
 # A record of ripgrep's output for [HEADER, INIT]: name, line, offset, and the member an
@@ -294,7 +293,7 @@ def _heading_heads(out: bytes, heads: dict, kept: set, together: bool = False) -
             for reldir in heads:
                 heads[reldir] = Heads()
             return False
-        rel = _clean(out[start:at])
+        rel = rel_name(out[start:at])
         if rel in kept:
             into = heads["" if together else _dir(rel)]
             _add_file(into._named, into.number(rel), records)
@@ -305,7 +304,7 @@ def _heading_heads(out: bytes, heads: dict, kept: set, together: bool = False) -
 def _add_heads(records, heads: dict, kept: set, together: bool) -> None:
     """Add records (the file's name first) to heads, a file's run of them at a time."""
     for name, group in itertools.groupby(records, key=lambda r: r[0]):
-        rel = _clean(name)
+        rel = rel_name(name)
         if rel in kept:
             into = heads["" if together else _dir(rel)]
             _add_file(into._named, into.number(rel), (r[1:] for r in group))
@@ -400,13 +399,13 @@ class Heads:
 
 
 def _fast_records(out: bytes):
-    """index._records(), at C speed when every record is one line (no file name holds a
+    """search.records(), at C speed when every record is one line (no file name holds a
     newline, no note between them)."""
     if out.count(b"\n") == out.count(b"\0") and (not out or out.endswith(b"\n")):
         got = _RECORD_RE.findall(out)
         if len(got) == out.count(b"\0"):
             return [(name, int(num), content) for name, num, content in got]
-    return list(_records(out))
+    return list(records(out))
 
 
 def _static(content: bytes) -> bool:

@@ -24,7 +24,7 @@ from wqlint.scan import parser
 from wqlint.scan.calls import MAX_DEPTH, Calls, dirs_near
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
-from wqlint.scan.index import covering
+from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
