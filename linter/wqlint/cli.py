@@ -380,8 +380,8 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     Exit status: 0 nothing introduced, 1 findings introduced, 2 usage or catalogue error,
     3 a patch does not apply or the input cannot be read.
     """
-    from wqlint import mail, review as review_mod
-    from wqlint.formatters.review import QUIET_FORMATS, REVIEW_FORMATS
+    from wqlint import b4review, intake, mail, review as review_mod
+    from wqlint.formatters.review import QUIET_FORMATS, REVIEW_FORMATS, b4_review
     from wqlint.scan.engine import UsageError
 
     _check_output(output)
@@ -393,33 +393,11 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     if update_reported and not reported_path:
         raise click.UsageError("--update-reported needs --reported FILE")
     reported = _reported(reported_path)
+    if series_id and not git_range and len(patches) != 1:
+        raise click.UsageError("--series takes one mbox")
     try:
-        reader = None
-        if git_range:
-            series, reader, tree = review_mod.git_series(tree or ".", git_range)
-        elif series_id:
-            series = _one_series(patches, series_id)
-        else:
-            series = mail.load(list(patches), allow_cover=fmt == "b4-review")
-            if fmt == "b4-review" and len(series) == 1 and os.environ.get("B4_TRACKING_FILE"):
-                # b4 review's per-patch check of a series it tracks: the patch where the series puts it
-                from dataclasses import replace
-                from wqlint import b4review
-                got = b4review.tracked_patch(tree or ".", os.environ["B4_TRACKING_FILE"], series[0])
-                if got is not None and len(got[0]) == 1:
-                    sent = series[0]
-                    series, reader, tree = got
-                    series = [replace(series[0], subject=sent.subject, message_id=sent.message_id,
-                                      references=sent.references, author=sent.author,
-                                      author_address=sent.author_address, recipients=sent.recipients)]
-            if fmt == "b4-review" and not series:  # b4's series check gives the cover letter
-                from wqlint import b4review
-                from wqlint.formatters.review import b4_review
-                try:
-                    series, reader, tree = b4review.tracked_series(tree or ".", os.environ.get("B4_TRACKING_FILE"))
-                except b4review.NotTracked as exc:
-                    click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
-                    sys.exit(exc.status)
+        series, reader, tree = intake.patches(list(patches), tree, git_range, series_id, b4_review=fmt == "b4-review",
+                                              tracking=os.environ.get("B4_TRACKING_FILE"))
         if not series:
             _stderr(f"wqlint: no commits in {git_range}")
             sys.exit(0)
@@ -428,9 +406,11 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
                                    show_all=show_all, base_reader=reader,
                                    kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []), cache=cache,
                                    reported=reported)
+    except b4review.NotTracked as exc:  # b4's series check of a series it does not track
+        click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
+        sys.exit(exc.status)
     except (mail.MailError, review_mod.ReviewError) as exc:
         if fmt == "b4-review":  # b4 shows stdout, whatever the exit status
-            from wqlint.formatters.review import b4_review
             click.echo(b4_review.result("fail", _printable(str(exc))), nl=False)
         _fail(exc)
     except UsageError as exc:
@@ -470,19 +450,6 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
         raise click.UsageError(str(exc)) from None
     # The same as the fast path the `wqlint` command takes (wqlint.entry, check.main).
     sys.exit(check_mod.run_command(inv, cat, also_sparse, kernel_version, cpus, max_cpus))
-
-
-def _one_series(paths, series_id) -> list:
-    """The patches of the series series_id of the one mbox paths names."""
-    from wqlint import inbox, mail
-    if len(paths) != 1:
-        raise click.UsageError("--series takes one mbox")
-    want = series_id if series_id.startswith("<") else f"<{series_id}>"
-    name = "<stdin>" if paths[0] == "-" else paths[0]
-    found = [s for s in inbox.series_of(mail.read_input(paths[0]), name) if s.root == want]
-    if not found:
-        raise mail.MailError(f"{name}: no series {want} (`wqlint series {name}` lists them)")
-    return mail.parse_series(found[0].mbox(), f"{name}: series {want}")
 
 
 @main.command("series")

@@ -1,0 +1,49 @@
+"""What `wqlint review` reviews: patch files or an mbox of a series (wqlint.mail), one series
+of a list archive (wqlint.inbox), commits of a git checkout, or the series b4 review tracks
+(wqlint.b4review); with the tree it applies to and how that tree's files read before it. The
+command line only hands its options over (wqlint.cli)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from wqlint import b4review, inbox, mail
+from wqlint.review import git_series
+
+
+def patches(paths: list, tree: Optional[str], git_range: Optional[str] = None, series_id: Optional[str] = None,
+            b4_review: bool = False, tracking: Optional[str] = None) -> tuple:
+    """(the patches, a reader of the files before them or None, the tree) of the paths (files
+    or an mbox, '-': stdin), the series series_id of the one mbox paths names, or the commits
+    git_range of the checkout holding tree. b4_review: for b4 review's check commands, where
+    b4's tracking data (tracking: B4_TRACKING_FILE) says where a patch sits in the series,
+    and which patches the cover letter alone stands for (b4review.NotTracked without it).
+    mail.MailError, review.ReviewError for input that cannot be read or used."""
+    if git_range:
+        return git_series(tree or ".", git_range)
+    if series_id:
+        return one_series(paths, series_id), None, tree
+    reader = None
+    series = mail.load(list(paths), allow_cover=b4_review)
+    if b4_review and len(series) == 1 and tracking:
+        # b4 review's per-patch check of a series it tracks: the patch where the series puts it
+        got = b4review.tracked_patch(tree or ".", tracking, series[0])
+        if got is not None and len(got[0]) == 1:
+            sent = series[0]
+            series, reader, tree = got
+            series = [replace(series[0], subject=sent.subject, message_id=sent.message_id,
+                              references=sent.references, author=sent.author,
+                              author_address=sent.author_address, recipients=sent.recipients)]
+    if b4_review and not series:  # b4's series check gives the cover letter
+        series, reader, tree = b4review.tracked_series(tree or ".", tracking)
+    return series, reader, tree
+
+
+def one_series(paths: list, series_id: str) -> list:
+    """The patches of the series series_id of the one mbox paths names."""
+    want = series_id if series_id.startswith("<") else f"<{series_id}>"
+    name = "<stdin>" if paths[0] == "-" else paths[0]
+    found = [s for s in inbox.series_of(mail.read_input(paths[0]), name) if s.root == want]
+    if not found:
+        raise mail.MailError(f"{name}: no series {want} (`wqlint series {name}` lists them)")
+    return mail.parse_series(found[0].mbox(), f"{name}: series {want}")
