@@ -27,6 +27,157 @@ def _imported(path) -> set:
     return out
 
 
+# The layers of the package, lowest first: a module imports only modules of its own layer or
+# of a lower one, and no import circle, in any layer. A name matches exactly, or as PACKAGE.*
+# (any module of the package but those named exactly elsewhere).
+LAYERS = (
+    # the errors' base, the API's model, the one Finding type, reading files, running tools,
+    # the catalogue and a tree's settings: no analysis
+    ("base", ("wqlint", "wqlint.errors", "wqlint.api", "wqlint.finding", "wqlint.safeio", "wqlint.tools",
+              "wqlint.project_files", "wqlint.code_id", "wqlint.kversion", "wqlint.config", "wqlint.catalogue")),
+    # what the scanner resolves and the rules judge: values and the kinds of site
+    ("scan data", ("wqlint.scan.values", "wqlint.scan.site")),
+    ("scan", ("wqlint.scan", "wqlint.scan.*")),
+    ("checks", ("wqlint.checks", "wqlint.checks.*")),
+    # the runs that put the scanner and the rules to work, and what they take in
+    ("drivers", ("wqlint.lint", "wqlint.review", "wqlint.intake", "wqlint.mail", "wqlint.inbox", "wqlint.b4review",
+                 "wqlint.cocci", "wqlint.fix", "wqlint.fix.*", "wqlint.check.*")),
+    ("formatters", ("wqlint.formatters", "wqlint.formatters.*")),
+    # the command lines: `wqlint` (click) and `wqlint check` (Kbuild's checker)
+    ("commands", ("wqlint.cli", "wqlint.entry", "wqlint.__main__", "wqlint.check")),
+)
+
+
+def _modules() -> dict:
+    """{full name: path} of the package's modules (a package by its own name)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _import_graph() -> dict:
+    """{module: {module it imports: line}} of every import statement of the package, at any
+    level (in a function, under TYPE_CHECKING), by full names: `from a import b` is an import
+    of a.b when that is a module, else of a."""
+    modules = _modules()
+    graph: dict = {}
+    for name, path in modules.items():
+        arrows = graph.setdefault(name, {})
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    base = ".".join(here[:len(here) - node.level + 1] + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    arrows.setdefault(target, node.lineno)
+    return graph
+
+
+def _layer(module: str) -> int:
+    for exact in (True, False):
+        for i, (_, names) in enumerate(LAYERS):
+            for pattern in names:
+                if (module == pattern) if exact else (pattern.endswith(".*") and module.startswith(pattern[:-1])):
+                    return i
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def _circles(graph: dict) -> list:
+    """The sets of two or more modules that import one another, directly or not (Tarjan)."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    out = []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(frozenset(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_package_has_no_import_circle():
+    graph = _import_graph()
+    assert len(graph) > 90 and "wqlint.scan.engine" in graph["wqlint.lint"]
+    for circle in _circles(graph):
+        arrows = sorted(f"{a} -> {b} (line {graph[a][b]})" for a in circle for b in graph[a] if b in circle)
+        raise AssertionError("import circle: " + "; ".join(arrows))
+
+
+def test_no_module_imports_a_higher_layer():
+    """The layers (LAYERS) are a stack: the catalogue knows no rule, the kinds of site are
+    data the scanner makes and the rules read, the scanner knows no rule and the rules no run,
+    and nothing below the command lines knows them (a command hands its options over)."""
+    up = []
+    for module, arrows in sorted(_import_graph().items()):
+        for target, line in sorted(arrows.items()):
+            if _layer(target) > _layer(module):
+                up.append(f"{module} ({LAYERS[_layer(module)][0]}) imports {target} "
+                          f"({LAYERS[_layer(target)][0]}), line {line}")
+    assert not up, "\n".join(up)
+
+
+def _private_to(module: str) -> str:
+    """The package a module is private to ('' when it is not private): the one holding its
+    first component with a leading underscore (wqlint.checks._flags: wqlint.checks)."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return ""
+
+
+def test_no_module_imports_another_s_private_names():
+    """A name with a leading underscore is its module's own, and a module so named is its
+    package's: what two modules share has a public name."""
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("wqlint"):
+                imported = [(node.module, a.name) for a in node.names]
+            elif isinstance(node, ast.Import):
+                imported = [(a.name, "") for a in node.names if a.name.startswith("wqlint")]
+            else:
+                continue
+            for module, what in imported:
+                owner = _private_to(module)
+                if (what.startswith("_") and not what.startswith("__")) \
+                        or (owner and not name.startswith(owner + ".")):
+                    found.append(f"{name}, line {node.lineno}: {module} {what}".rstrip())
+    assert not found, "\n".join(found)
+
+
 def test_the_scanner_imports_no_rule():
     files = sorted((PACKAGE / "scan").glob("*.py"))
     assert len(files) > 10
