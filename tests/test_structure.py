@@ -34,7 +34,8 @@ LAYERS = (
     # the errors' base, the API's model, the one Finding type, reading files, running tools,
     # the catalogue and a tree's settings: no analysis
     ("base", ("wqlint", "wqlint.errors", "wqlint.api", "wqlint.finding", "wqlint.safeio", "wqlint.tools",
-              "wqlint.project_files", "wqlint.code_id", "wqlint.kversion", "wqlint.config", "wqlint.catalogue")),
+              "wqlint.project_files", "wqlint.code_id", "wqlint.kversion", "wqlint.machine", "wqlint.config",
+              "wqlint.fix.kinds", "wqlint.catalogue")),
     # what the scanner resolves and the rules judge: values and the kinds of site
     ("scan data", ("wqlint.scan.values", "wqlint.scan.site")),
     ("scan", ("wqlint.scan", "wqlint.scan.*")),
