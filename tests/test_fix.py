@@ -375,7 +375,7 @@ def test_hints_are_read_back_as_a_scan_writes_them():
 
 def test_the_edits_rules_yaml_may_name_are_the_fixer_s_kinds(tmp_path):
     """Each edit kind is a class of fix.edit_kinds; rules.yaml is checked against their names
-    (fix.kinds), which the catalogue reads without loading the fixer, in either import order."""
+    (fix_kinds), which the catalogue reads without loading the fixer, in either import order."""
     import sys
 
     from conftest import REPO
@@ -391,4 +391,4 @@ def test_the_edits_rules_yaml_may_name_are_the_fixer_s_kinds(tmp_path):
                               "print(sorted(m for m in loaded if m.startswith('wqlint.fix.')))"],
                              capture_output=True, text=True, check=True)
         if first == "wqlint.catalogue":
-            assert got.stdout.strip() == "['wqlint.fix.kinds']"
+            assert got.stdout.strip() == "[]"

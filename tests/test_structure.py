@@ -35,14 +35,14 @@ LAYERS = (
     # the catalogue and a tree's settings: no analysis
     ("base", ("wqlint", "wqlint.errors", "wqlint.api", "wqlint.finding", "wqlint.safeio", "wqlint.tools",
               "wqlint.project_files", "wqlint.code_id", "wqlint.kversion", "wqlint.machine", "wqlint.config",
-              "wqlint.fix.kinds", "wqlint.catalogue")),
+              "wqlint.fix_kinds", "wqlint.catalogue")),
     # what the scanner resolves and the rules judge: values and the kinds of site
     ("scan data", ("wqlint.scan.values", "wqlint.scan.site")),
     ("scan", ("wqlint.scan", "wqlint.scan.*")),
     ("checks", ("wqlint.checks", "wqlint.checks.*")),
     # the runs that put the scanner and the rules to work, and what they take in
     ("drivers", ("wqlint.lint", "wqlint.review", "wqlint.intake", "wqlint.mail", "wqlint.inbox", "wqlint.b4review",
-                 "wqlint.cocci", "wqlint.fix", "wqlint.fix.*", "wqlint.check.*")),
+                 "wqlint.cocci", "wqlint.patched", "wqlint.fix", "wqlint.fix.*", "wqlint.check.*")),
     ("formatters", ("wqlint.formatters", "wqlint.formatters.*")),
     # the command lines: `wqlint` (click) and `wqlint check` (Kbuild's checker)
     ("commands", ("wqlint.cli", "wqlint.entry", "wqlint.__main__", "wqlint.check")),

@@ -15,7 +15,7 @@ import yaml
 
 from wqlint import errors
 from wqlint.finding import NO_HINTS, Hints
-from wqlint.fix.kinds import NAMES as EDIT_KINDS
+from wqlint.fix_kinds import NAMES as EDIT_KINDS
 from wqlint.project_files import locate
 
 SEVERITIES = ("error", "warning", "note")

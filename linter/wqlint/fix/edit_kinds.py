@@ -1,7 +1,7 @@
 """The edit kinds rules.yaml names (fix.targets ... edit), a class each. Its apply() makes the
 edit in the model of one call (fix.edits.Call) and records it there as an instance of the
 class, whose fields say what the edit did at that call; smpl() writes the semantic patch's
-rule for it (fix.cocci_gen). EDITS is the registry, by name, in the order of fix.kinds.NAMES.
+rule for it (fix.cocci_gen). EDITS is the registry, by name, in the order of fix_kinds.NAMES.
 
 Kinds that make the same change to an argument share a base, and so their rule: AddFlag
 (add-percpu, add-reclaim: flags or-ed into an argument), SetArg (drop-percpu, percpu-default,
@@ -14,7 +14,8 @@ from typing import ClassVar, Optional
 
 from wqlint import api
 from wqlint.finding import Finding
-from wqlint.fix import edits, kinds, layout, smpl
+from wqlint import fix_kinds as kinds
+from wqlint.fix import edits, layout, smpl
 from wqlint.fix.edits import Call, NoEdit, TreeFacts
 from wqlint.fix.model import Edit
 from wqlint.scan import parser
@@ -78,7 +79,7 @@ class AddFlag(EditKind):
 
     def rank(self) -> int:
         # WQ_MEM_RECLAIM is added last, after an affinity flag another rule adds to the same
-        # flags, as `wqlint fix` makes the edits (fix.kinds.NAMES).
+        # flags, as `wqlint fix` makes the edits (fix_kinds.NAMES).
         return 1 if self.flags == api.RESCUER_FLAG else 0
 
     def smpl(self, n: int, count: int) -> str:
@@ -495,7 +496,7 @@ def max_active_here(call: Call, finding: Finding) -> int:
 
 
 def _registry() -> dict:
-    """{name: kind} of every class above that rules.yaml can name, in the order of fix.kinds.NAMES."""
+    """{name: kind} of every class above that rules.yaml can name, in the order of fix_kinds.NAMES."""
     found, todo = {}, list(EditKind.__subclasses__())
     while todo:
         kind = todo.pop()
@@ -503,7 +504,7 @@ def _registry() -> dict:
         if kind.name:
             found[kind.name] = kind
     if sorted(found) != sorted(kinds.NAMES):
-        raise ImportError(f"fix.kinds.NAMES and the edit kinds differ: {sorted(set(found) ^ set(kinds.NAMES))}")
+        raise ImportError(f"fix_kinds.NAMES and the edit kinds differ: {sorted(set(found) ^ set(kinds.NAMES))}")
     return {name: found[name] for name in kinds.NAMES}
 
 
