@@ -392,7 +392,10 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
         raise click.UsageError("give PATCHES or --git REVS, not both and not neither")
     if update_reported and not reported_path:
         raise click.UsageError("--update-reported needs --reported FILE")
-    reported = _reported(reported_path)
+    try:
+        reported = intake.reported(reported_path)
+    except intake.ReportedError as exc:
+        _fail(exc)
     if series_id and not git_range and len(patches) != 1:
         raise click.UsageError("--series takes one mbox")
     try:
@@ -419,7 +422,7 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     if fmt in QUIET_FORMATS:
         result.notes = []
     if update_reported:
-        _write_atomic(reported_path, _reported_text(reported_path, [result.fingerprint(c.finding)
+        _write_atomic(reported_path, intake.reported_text(reported_path, [result.fingerprint(c.finding)
                                                                     for c in result.comments]))
     kw = {"target_url": target_url} if fmt == "patchwork" else {}
     _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt)
@@ -471,42 +474,6 @@ def series_cmd(mbox):
     for s in found:
         click.echo(_printable("\t".join([s.root, f"v{s.version}", s.base or "-", f"{s.patches}/{s.expected}",
                                         " ".join(s.subject.split())])))
-
-
-def _reported(path) -> frozenset:
-    """The fingerprints of a --reported FILE (one a line, '#' comments); a file that does not
-    exist yet is empty (--update-reported creates it)."""
-    if not path:
-        return frozenset()
-    from wqlint import safeio
-    if not os.path.lexists(path):
-        return frozenset()
-    try:
-        data = safeio.read_bytes(path, 64 * 1024 * 1024)
-    except (safeio.InputRefused, OSError) as exc:
-        _stderr(f"Error: {path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
-        sys.exit(2)
-    found = set()
-    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if not re.fullmatch(r"[0-9a-f]{32}", line):
-            _stderr(f"Error: {path}:{n}: not a wqlint fingerprint (32 hex digits)")
-            sys.exit(2)
-        found.add(line)
-    return frozenset(found)
-
-
-def _reported_text(path, new) -> str:
-    """The --reported FILE with the fingerprints new added (kept as it was, new ones appended)."""
-    from wqlint import safeio
-    old = safeio.read_bytes(path, 64 * 1024 * 1024).decode("utf-8", "replace") if os.path.lexists(path) else ""
-    have = set(re.findall(r"^([0-9a-f]{32})\b", old, re.M))
-    add = [fp for fp in dict.fromkeys(new) if fp not in have]
-    if old and not old.endswith("\n"):
-        old += "\n"
-    return old + "".join(fp + "\n" for fp in add)
 
 
 def _ts_scan(paths, cat, options):

@@ -4,10 +4,12 @@ of a list archive (wqlint.inbox), commits of a git checkout, or the series b4 re
 command line only hands its options over (wqlint.cli)."""
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import replace
 from typing import Optional
 
-from wqlint import b4review, inbox, mail
+from wqlint import b4review, errors, inbox, mail, safeio
 from wqlint.review import git_series
 
 
@@ -47,3 +49,37 @@ def one_series(paths: list, series_id: str) -> list:
     if not found:
         raise mail.MailError(f"{name}: no series {want} (`wqlint series {name}` lists them)")
     return mail.parse_series(found[0].mbox(), f"{name}: series {want}")
+
+
+class ReportedError(errors.WqlintError, status=errors.USAGE):
+    """A --reported FILE that cannot be read, or holds a line that is no fingerprint."""
+
+
+def reported(path) -> frozenset:
+    """The fingerprints of a --reported FILE (one a line, '#' comments); a file that does not
+    exist yet is empty (--update-reported creates it)."""
+    if not path or not os.path.lexists(path):
+        return frozenset()
+    try:
+        data = safeio.read_bytes(path, 64 * 1024 * 1024)
+    except (safeio.InputRefused, OSError) as exc:
+        raise ReportedError(f"{path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from None
+    found = set()
+    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if not re.fullmatch(r"[0-9a-f]{32}", line):
+            raise ReportedError(f"{path}:{n}: not a wqlint fingerprint (32 hex digits)")
+        found.add(line)
+    return frozenset(found)
+
+
+def reported_text(path, new) -> str:
+    """The --reported FILE with the fingerprints new added (kept as it was, new ones appended)."""
+    old = safeio.read_bytes(path, 64 * 1024 * 1024).decode("utf-8", "replace") if os.path.lexists(path) else ""
+    have = set(re.findall(r"^([0-9a-f]{32})\b", old, re.M))
+    add = [fp for fp in dict.fromkeys(new) if fp not in have]
+    if old and not old.endswith("\n"):
+        old += "\n"
+    return old + "".join(fp + "\n" for fp in add)
