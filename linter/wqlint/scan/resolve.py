@@ -17,6 +17,8 @@ subsystem, file, field or wrapper: every fact comes from the C being read.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from typing import Optional
 
 from wqlint import api
@@ -85,30 +87,25 @@ class Resolver:
         """A new allocation, in the file home: a full budget of expressions to visit."""
         self.ask.start(home, SITE_BUDGET)
 
-    # The allocation being resolved, as the engine sets it (see asking.Asking).
-    @property
-    def home(self) -> str:
-        return self.ask.home
+    @contextmanager
+    def naming(self):
+        """While the name of a queue is resolved: a buffer's printf format is kept
+        (asking.Asking.naming)."""
+        self.ask.naming = True
+        try:
+            yield
+        finally:
+            self.ask.naming = False
 
-    @home.setter
-    def home(self, home: str) -> None:
-        self.ask.home = home
-
-    @property
-    def budget(self) -> int:
-        return self.ask.budget
-
-    @budget.setter
-    def budget(self, budget: int) -> None:
-        self.ask.budget = budget
-
-    @property
-    def naming(self) -> bool:
-        return self.ask.naming
-
-    @naming.setter
-    def naming(self, naming: bool) -> None:
-        self.ask.naming = naming
+    @contextmanager
+    def homed(self, home: str):
+        """While the arguments of a wrapper's call in the file home are resolved: that is the
+        subsystem whose helpers they may go through."""
+        was, self.ask.home = self.ask.home, home
+        try:
+            yield
+        finally:
+            self.ask.home = was
 
     @property
     def conditional_steps(self) -> set:

@@ -111,11 +111,8 @@ class SiteFinder:
                     try:
                         flags = self._argument(args, fi, scope, spread, line, src)
                         max_active = self._argument(args, mi, scope, spread, line, src)
-                        self.resolver.naming = True
-                        try:
+                        with self.resolver.naming():
                             name = self._name(sink, args, scope, spread, line, src)
-                        finally:
-                            self.resolver.naming = False
                         step = Step(rel, line, src.line_text(line).strip(),
                                     f"{sink}(flags '{_arg_text(args, fi, spread)}', "
                                     f"max_active '{_arg_text(args, mi, spread)}')")
@@ -247,15 +244,11 @@ class SiteFinder:
                 return Alt(p.step, (bound[key],), "")
             # The caller is where the queue is allocated: its subsystem is the one whose
             # helpers its arguments may go through (a macro of the API's header has none).
-            home, self.resolver.home = self.resolver.home, rel
-            try:
+            with self.resolver.homed(rel):
                 nflags = substitute(flags, bind)
                 nmax = substitute(max_active, bind)
-                self.resolver.naming = True
-                nname = _bind_name(name, bind, scope, cargs, cscope)
-            finally:
-                self.resolver.naming = False
-                self.resolver.home = home
+                with self.resolver.naming():
+                    nname = _bind_name(name, bind, scope, cargs, cscope)
             step = Step(rel, cline, cscope.src.line_text(cline).strip(), f"calls {scope.name}()")
             for site in self._expand(scope.name, ccall, cscope.chunk, cscope, nflags, nmax,
                                      [step] + self.cpp.steps(cscope.src, conds) + prefix,
