@@ -8,6 +8,7 @@ from typing import Optional
 from wqlint import config
 from wqlint.config import Config, ConfigError
 from wqlint.checks import judge, unread
+from wqlint.checks.context import make_context
 from wqlint.finding import Report
 from wqlint.scan.engine import Engine
 from wqlint.scan.options import ScanOptions
@@ -41,7 +42,7 @@ def run(paths, catalogue, options: ScanOptions) -> Linted:
     except ConfigError as exc:
         found, error = None, exc
     options = replace(options, unread=unread(found.rule_on) if found is not None else frozenset())
-    return Linted(Engine(targets, catalogue, options).run(judge).report, found, error)
+    return Linted(Engine(targets, catalogue, options).run(judge, make_context).report, found, error)
 
 
 def scan(paths, catalogue, options: Optional[ScanOptions] = None) -> Report:

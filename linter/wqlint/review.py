@@ -31,6 +31,7 @@ from typing import Optional
 from wqlint import kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
+from wqlint.checks.context import make_context
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.machine import MAX_CPUS, NCPUS
 from wqlint.scan.engine import Engine, ScanResult
@@ -259,8 +260,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         after_engine = _engine(root, catalogue, options, overlay)
         # Most of a review is waiting for searches of the tree: run both sides at once.
         with ThreadPoolExecutor(2) as pool:
-            before_job = pool.submit(before_engine.run, judge)
-            after_scan = after_engine.run(judge)
+            before_job = pool.submit(before_engine.run, judge, make_context)
+            after_scan = after_engine.run(judge, make_context)
             before_scan = before_job.result()
         if store is not None and before_scan.searched_all and after_scan.searched_all:
             store.save()
@@ -269,8 +270,8 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
         with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
-            before_scan = _engine(Path(empty), catalogue, options, base).run(judge)
-            after_scan = _engine(Path(empty), catalogue, options, overlay).run(judge)
+            before_scan = _engine(Path(empty), catalogue, options, base).run(judge, make_context)
+            after_scan = _engine(Path(empty), catalogue, options, overlay).run(judge, make_context)
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "
                             "defined elsewhere are not resolved (reduced resolution)")
     before, after = before_scan.report, after_scan.report

@@ -121,6 +121,7 @@ class Checker:
 
     def scan(self, unit: Unit, facts, workdir):
         from wqlint.checks import judge
+        from wqlint.checks.context import make_context
         from wqlint.scan.engine import Engine, ScanOptions
         from wqlint.scan.targets import Targets
 
@@ -166,10 +167,11 @@ class Checker:
             api_files |= {self.rel} | {s.path for s in out if s.path == self.rel
                                        or s.path.endswith(os.sep + self.rel)}
         header = self.api_header()
-        ctx = eng.context(bits=eng.bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
-                          api_header=header,
-                          header_text="\n".join(self.orig.lines(header)).encode() if header else None,
-                          api_files=api_files)
+        tree_api = eng.api_facts(bits=eng.bits(self.unit_rel) if b"WQ_UNBOUND" in data else None,
+                                 api_header=header,
+                                 header_text="\n".join(self.orig.lines(header)).encode() if header else None,
+                                 api_files=api_files)
+        ctx = make_context(self.catalogue, tree_api, self.ncpus, self.max_cpus)
         findings = judge(out, ctx)
         say(f"{len(findings)} findings")
         return self.with_configuration(findings, out), list(self.notes) + errors

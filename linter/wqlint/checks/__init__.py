@@ -16,9 +16,10 @@ from wqlint import catalogue
 from wqlint.finding import numbered
 from wqlint.scan.site import PARTS, Flow, QueueUse, Site, paths
 
+_SHARED = ("common", "context")  # what the rules share: helpers, and their context (CheckContext)
 REGISTRY: dict = {}
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _info.name.startswith("_") or _info.name == "common":
+    if _info.name.startswith("_") or _info.name in _SHARED:
         continue
     _module = importlib.import_module(f"{__name__}.{_info.name}")
     REGISTRY[_module.RULE] = _module

@@ -5,7 +5,8 @@ from __future__ import annotations
 from wqlint import api, kversion
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site
+from wqlint.checks.context import CheckContext
+from wqlint.scan.site import Site
 from wqlint.scan.values import CpuCount, evaluate, find_path, project, steps_along, tunables
 
 UNBOUND = "unbound-max-active-cpu-count"

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from wqlint import api
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Step, Via
-from wqlint.scan.site import CheckContext, FlagBits, Site
+from wqlint.scan.site import FlagBits, Site
 from wqlint.scan.values import Value, cases, decision_arms, evaluate, find_path, steps_along, walk
 
 

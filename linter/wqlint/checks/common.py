@@ -1,8 +1,9 @@
 """What the checks share: building a Finding from a site and a catalogue rule."""
 from __future__ import annotations
 
+from wqlint.checks.context import CheckContext
 from wqlint.finding import NO_HINTS, Finding, Hints, Step
-from wqlint.scan.site import CheckContext, Flow, QueueUse, Site
+from wqlint.scan.site import Flow, QueueUse, Site
 from wqlint.scan.values import steps_in
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from wqlint.api import ORDERED_MACROS
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Hints
-from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.site import Site
 
 RULE = "conflicting-affinity-flags"
 READS = frozenset({"flags"})

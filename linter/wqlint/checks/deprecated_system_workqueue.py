@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from wqlint import api
 from wqlint.checks.common import applies, use_finding
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Hints
-from wqlint.scan.site import CheckContext, QueueUse
+from wqlint.scan.site import QueueUse
 
 RULE = "deprecated-system-workqueue"
 READS = frozenset({"queue"})

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from wqlint import api
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Via
-from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.site import Site
 from wqlint.scan.values import evaluate, steps_in
 
 RULE = "flag-as-max-active"

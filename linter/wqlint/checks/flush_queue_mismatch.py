@@ -14,8 +14,9 @@ import dataclasses
 
 from wqlint import api, kversion
 from wqlint.checks.common import applies, use_finding
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Hints
-from wqlint.scan.site import CheckContext, QueueUse
+from wqlint.scan.site import QueueUse
 
 RULE = "flush-queue-mismatch"
 READS = frozenset({"queue"})

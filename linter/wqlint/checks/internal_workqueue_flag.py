@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from wqlint.checks._flags import internal_flags
 from wqlint.checks.common import applies, finding
-from wqlint.scan.site import CheckContext, Site
+from wqlint.checks.context import CheckContext
+from wqlint.scan.site import Site
 
 RULE = "internal-workqueue-flag"
 READS = frozenset({"flags"})

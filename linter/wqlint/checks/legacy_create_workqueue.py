@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from wqlint.checks._flags import flag_info, internal_flags
 from wqlint.checks.common import applies, finding
-from wqlint.scan.site import CheckContext, Site
+from wqlint.checks.context import CheckContext
+from wqlint.scan.site import Site
 
 RULE = "legacy-create-workqueue"
 READS = frozenset({"flags"})

@@ -4,7 +4,8 @@ from __future__ import annotations
 from wqlint import api, kversion
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site
+from wqlint.checks.context import CheckContext
+from wqlint.scan.site import Site
 from wqlint.scan.values import CpuCount, evaluate, find_path, known_bound, project, steps_along, steps_in
 
 RULE = "max-active-over-limit"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.checks.context import CheckContext
 from wqlint.checks.legacy_create_workqueue import through_create_macro
 from wqlint.finding import Hints
-from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.site import Site
 from wqlint.scan.values import condition_steps, decisions_taken
 
 RULE = "missing-affinity-flag"

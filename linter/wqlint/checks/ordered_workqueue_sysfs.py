@@ -6,7 +6,8 @@ from __future__ import annotations
 from wqlint import kversion
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
-from wqlint.scan.site import CheckContext, Site
+from wqlint.checks.context import CheckContext
+from wqlint.scan.site import Site
 from wqlint.scan.values import children, evaluate, steps_along
 
 RULE = "ordered-workqueue-sysfs"

@@ -14,8 +14,9 @@ from dataclasses import replace
 
 from wqlint import api
 from wqlint.checks.common import applies, flow_finding
+from wqlint.checks.context import CheckContext
 from wqlint.finding import At, Hints, NoFix, Step
-from wqlint.scan.site import CheckContext, Flow
+from wqlint.scan.site import Flow
 from wqlint.scan.values import Unknown, evaluate, strings_of, walk
 
 RULE = "reclaim-flush-dependency"

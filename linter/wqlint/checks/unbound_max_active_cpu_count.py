@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from wqlint.checks._cpu_count import judge
-from wqlint.scan.site import CheckContext, Site
+from wqlint.checks.context import CheckContext
+from wqlint.scan.site import Site
 
 RULE = "unbound-max-active-cpu-count"
 READS = frozenset({"flags", "max_active"})

@@ -4,8 +4,9 @@ from __future__ import annotations
 from wqlint import api, kversion
 from wqlint.checks._flags import flag_info
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Hints
-from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.site import Site
 from wqlint.scan.values import evaluate, find_path, Const
 
 RULE = "unbound-max-active-one"

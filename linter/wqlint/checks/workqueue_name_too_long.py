@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from wqlint.checks.common import applies, finding, via_text
+from wqlint.checks.context import CheckContext
 from wqlint.finding import Via
-from wqlint.scan.site import CheckContext, Site
+from wqlint.scan.site import Site
 from wqlint.scan.values import Alt, CpuCount, Tunable, evaluate, steps_in, strings_of, walk
 
 RULE = "workqueue-name-too-long"

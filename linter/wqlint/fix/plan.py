@@ -269,6 +269,7 @@ def rejudge(root: Path, catalogue, version: tuple, contents: dict, options: Scan
     the bytes to edit), read from those bytes, for version; the rest of the tree as it is
     (options.store: as the index, which answers as the tree does, gives it)."""
     from wqlint.checks import judge
+    from wqlint.checks.context import make_context
     from wqlint.scan.engine import Engine
     from wqlint.scan.index import Overlay
     from wqlint.scan.targets import Targets
@@ -276,7 +277,7 @@ def rejudge(root: Path, catalogue, version: tuple, contents: dict, options: Scan
     targets = Targets([str(root / rel) for rel in sorted(contents)], root=root)
     engine = Engine(targets, catalogue, dataclasses.replace(options, kernel_version=version,
                                                             files=Overlay(root, contents)))
-    return {_key(f): f for f in engine.run(judge).report.findings}
+    return {_key(f): f for f in engine.run(judge, make_context).report.findings}
 
 
 def _file_change(rel: str, data: bytes, items: list, target: str, facts, result: Plan):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from wqlint import api
 from wqlint.finding import InputError, Report
@@ -18,7 +18,7 @@ from wqlint.scan.cpp import Decider
 from wqlint.scan.index import TreeFiles, TreeIndex
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.resolve import Resolver
-from wqlint.scan.site import CheckContext, FlagBits
+from wqlint.scan.site import ApiFacts, FlagBits
 from wqlint.scan.sites import SiteFinder
 from wqlint.scan.source import call_digest
 from wqlint.scan.suppress import suppressed, suppressions
@@ -42,7 +42,7 @@ class ScanResult:
 
     report: Report
     sites: list  # the allocation sites of the targets, as they were judged (Site)
-    context: CheckContext  # what they were judged with: the tree's API facts, the machine
+    context: Any  # what they were judged with (wqlint.checks.context): the tree's API facts, the machine
     searched_all: bool  # the searches of the tree read every file they met (its index may be kept)
 
 
@@ -150,24 +150,23 @@ class Engine:
             gc.unfreeze()
         return flows
 
-    def context(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None,
-                header_text: Optional[bytes] = None, api_files: Optional[frozenset] = None) -> CheckContext:
-        """The rules' context. header_text: the API header's text when it is not a file of the
-        scanned tree (the header a checked unit was preprocessed with); api_files: the files
-        defining the API, when not those the scan found (self.api_files)."""
+    def api_facts(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None,
+                  header_text: Optional[bytes] = None, api_files: Optional[frozenset] = None) -> ApiFacts:
+        """What the tree says of the API, for the rules' context (wqlint.checks.context).
+        header_text: the API header's text when it is not a file of the scanned tree (the
+        header a checked unit was preprocessed with); api_files: the files defining the API,
+        when not those the scan found (self.api_files)."""
         bits = bits or self.api.bits()
         if header_text is None:
             header = self.index.source(api_header or self.api_header)
             header_text = header.data if header is not None else b""
         name_len, warns, where = self.api.name_len()
         header_rel = api_header or self.api_header
-        return CheckContext(self.catalogue, self.version, self.version_source, bits,
-                            has_percpu=bool(bits.bit("WQ_PERCPU")), api_header=header_rel,
-                            ncpus=self.options.ncpus, max_cpus=self.options.max_cpus,
-                            declared=declared_queues(header_text),
-                            api_files=self.api_files if api_files is None else api_files,
-                            name_len=name_len, name_warns=warns, name_len_step=where,
-                            helper_queues=helper_queues(header_text, header_rel))
+        return ApiFacts(self.version, self.version_source, bits, api_header=header_rel,
+                        declared=declared_queues(header_text),
+                        api_files=self.api_files if api_files is None else api_files,
+                        name_len=name_len, name_warns=warns, name_len_step=where,
+                        helper_queues=helper_queues(header_text, header_rel))
 
     def _searched(self) -> int:
         """How many .c/.h files the search of the targets covers. It skips hidden directories
@@ -238,14 +237,17 @@ class Engine:
                 self.store.save()
         return result
 
-    def run(self, judge) -> ScanResult:
+    def run(self, judge, make_context) -> ScanResult:
         """The scan of the paths: their sites as resolved, judged by judge(sites, context)
-        -> findings (wqlint.checks.judge: the scanner resolves, the rules judge)."""
+        -> findings in the rules' context make_context(catalogue, ApiFacts, ncpus, max_cpus)
+        (wqlint.checks.judge, wqlint.checks.context.make_context: the scanner resolves and
+        reports what the tree says of the API, the rules build their context and judge)."""
         got = self.analysis()
         searched = self._searched()  # after the search: the directories are in the page cache
         sites = [s for s in got.sites if self.targets.holds(s.path)]
         # (the files defining the API are kept with the sites: a stored scan walks none)
-        context = self.context(got.bits, api_files=got.api_files)
+        context = make_context(self.catalogue, self.api_facts(got.bits, api_files=got.api_files),
+                               self.options.ncpus, self.options.max_cpus)
         # A flow is the work's as much as the flush's: reported when the flush is scanned, or
         # where the work is bound to its function or queued (a driver's scan shows its work
         # reaching a transport's flush; a scan of the file allocating a shared reclaim queue
