@@ -31,6 +31,7 @@ from typing import Optional
 from wqlint import kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
+from wqlint.checks.common import judged_flags
 from wqlint.checks.context import make_context
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.machine import MAX_CPUS, NCPUS
@@ -38,7 +39,6 @@ from wqlint.scan.engine import Engine, ScanResult
 from wqlint.scan.index import Overlay
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.targets import Targets, find_root
-from wqlint.scan.site import flag_names
 from wqlint.scan.values import Op, cpu_path, evaluate, show
 from wqlint.patched import Origin, PatchedTree, ReviewError, base_without, patch_root
 from wqlint.scan.source import MAX_FILE_BYTES, is_c_source
@@ -405,7 +405,7 @@ def _queues(scanned: ScanResult, moved: dict) -> dict:
             # a local or a field: say what it holds ('num_online_cpus() + 2'), else its CPU count
             ops = [v for v in cpu if isinstance(v, Op)]
             text = (show(ops[0]) if ops else None) or cpu[-1].kind
-        out[key] = _Queue(flag_names(site.flags, ctx.bits), tuple(sorted(values)), text)
+        out[key] = _Queue(judged_flags(site.flags, ctx.bits), tuple(sorted(values)), text)
     return out
 
 

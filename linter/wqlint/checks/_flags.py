@@ -29,6 +29,17 @@ class FlagInfo:
     missing_paths: tuple = ()
 
 
+# The flags the rules of an allocation read: those a review says a patch adds or drops.
+JUDGED = ("WQ_UNBOUND", "WQ_PERCPU", "WQ_BH", "WQ_SYSFS", "__WQ_ORDERED", "__WQ_LEGACY")
+
+
+def always_set(flags: Value, bits: FlagBits) -> frozenset:
+    """The JUDGED flags set in every value the flags can have (empty when unknown)."""
+    values, _complete = evaluate(flags, 1)
+    return frozenset(name for name in JUDGED
+                     if values and bits.bit(name) and all(v & bits.bit(name) for v in values))
+
+
 def flag_info(site: Site, ctx: CheckContext) -> FlagInfo:
     """info_of() the site's flags, worked out once for every rule that asks."""
     return ctx.once(_info, site.flags)

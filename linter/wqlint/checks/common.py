@@ -1,6 +1,7 @@
 """What the checks share: building a Finding from a site and a catalogue rule."""
 from __future__ import annotations
 
+from wqlint.checks._flags import always_set
 from wqlint.checks.context import CheckContext
 from wqlint.finding import NO_HINTS, Finding, Hints, Step
 from wqlint.scan.site import Flow, QueueUse, Site
@@ -73,3 +74,9 @@ def flow_finding(flow, ctx: CheckContext, rule_id: str, detail: str, chain: list
         chain=tuple(_dedupe(chain)), migration=rule.migration_text(case, **fields), hints=hints,
         function=flow.function, queue=f"{flow.call}({flow.target.key.show() if flow.target.key else ''})",
         role="flow")
+
+
+def judged_flags(flags, bits) -> frozenset:
+    """The flags the rules of an allocation judge that every value of flags has: what a review
+    says a patch added to or dropped from a queue."""
+    return always_set(flags, bits)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from wqlint.finding import Step
-from wqlint.scan.values import Param, Value, cases, decision_arms, evaluate
+from wqlint.scan.values import Param, Value, cases, decision_arms
 
 
 @dataclass(frozen=True)
@@ -169,17 +169,6 @@ class FlagBits:
         percpu = self.bit("WQ_PERCPU")
         bh = 0 if self.bit("__WQ_BH_ALLOWS") & percpu else self.bit("WQ_BH")
         return percpu | self.bit("WQ_UNBOUND") | bh
-
-
-# The flags a review says a patch adds or drops: those the rules of an allocation read.
-FLAG_NAMES = ("WQ_UNBOUND", "WQ_PERCPU", "WQ_BH", "WQ_SYSFS", "__WQ_ORDERED", "__WQ_LEGACY")
-
-
-def flag_names(flags: Value, bits: FlagBits) -> frozenset:
-    """The FLAG_NAMES set in every value the flags can have (empty when unknown)."""
-    values, _complete = evaluate(flags, 1)
-    return frozenset(name for name in FLAG_NAMES
-                     if values and bits.bit(name) and all(v & bits.bit(name) for v in values))
 
 
 @dataclass(frozen=True)
