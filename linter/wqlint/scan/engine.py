@@ -21,7 +21,7 @@ from wqlint.scan.resolve import Resolver
 from wqlint.scan.site import ApiFacts, FlagBits
 from wqlint.scan.sites import SiteFinder
 from wqlint.scan.source import call_digest
-from wqlint.scan.suppress import suppressed, suppressions
+from wqlint.scan.suppress import suppressions
 from wqlint.scan.targets import Focus, Targets, UsageError
 from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_api
 from wqlint.scan.uses import QueueUses
@@ -77,9 +77,6 @@ class Engine:
         self.cpp.build_dirs = targets.build_dirs()
         self.api = TreeApi(self.index, self.resolver, chosen)
         self.finder = SiteFinder(self.index, self.resolver, self.cpp, targets, self.focus, store, self.api_header)
-
-    # scan.work marks a flush's suppression comment as the sites' are
-    _suppressed = staticmethod(suppressed)
 
     @property
     def api_files(self) -> frozenset:

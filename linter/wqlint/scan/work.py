@@ -28,6 +28,7 @@ from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
+from wqlint.scan.suppress import suppressed
 from wqlint.scan.site import Flow, Key, Site, Target
 from wqlint.scan.source import call_at
 
@@ -569,7 +570,7 @@ class WorkModel:
         return Flow(site=site, queue=key, queued=queued, bound=bound, function=fn, calls=calls, flush=flush,
                     call=spec.name, target=target, path=src.rel, line=flush.line,
                     col=scope.chunk.col_of(name), end_col=scope.chunk.end_col_of(name),
-                    suppressed=self.engine._suppressed(src, flush.line))
+                    suppressed=suppressed(src, flush.line))
 
 
 _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
