@@ -206,28 +206,14 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
         # Nothing on stdout (a machine reads that); a person is told what was looked at.
         source = {"default": "wqlint's default", "--kernel-version": "--kernel-version"}.get(
             report.kernel_version_source, report.kernel_version_source)
-        searched = report.files_scanned if scanned is not None else _c_files(paths)
+        from wqlint import cocci
+        searched = report.files_scanned if scanned is not None else cocci.c_files(paths)
         report.notes.append(f"no findings in {', '.join(paths)} ({searched} .c/.h files searched; "
                             f"{kversion.show(report.kernel_version)} from {source})")
     selected = _config(report.root, cat, min_severity, scanned=scanned)
     report.findings = selected.select(report.findings)
     report.suppressed = [(f, why) for f, why in report.suppressed if selected.keeps(f)]
     _emit(FORMATS[fmt](report, cat), output, report, fmt)
-
-
-def _c_files(paths) -> int:
-    """How many .c and .h files the search of paths covers (hidden directories left out, as
-    the search does), for the coccinelle engine: the tree-sitter engine counts them in the
-    walk it makes anyway (Report.files_scanned)."""
-    count = 0
-    for p in paths:
-        if not os.path.isdir(p):
-            count += p.endswith((".c", ".h"))
-            continue
-        for _top, dirs, files in os.walk(p):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            count += sum(f.endswith((".c", ".h")) for f in files)
-    return count
 
 
 def _config(root, cat, min_severity=None, max_findings=None, scanned=None):

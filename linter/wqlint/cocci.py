@@ -296,3 +296,17 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
                 findings.setdefault((f.rule_id, f.path, f.line, f.col), f)
     return numbered(list(findings.values())), errors
 
+
+def c_files(paths) -> int:
+    """How many .c and .h files the search of paths covers (hidden directories left out, as
+    the search does), for the coccinelle engine: the tree-sitter engine counts them in the
+    walk it makes anyway (Report.files_scanned)."""
+    count = 0
+    for p in paths:
+        if not os.path.isdir(p):
+            count += p.endswith((".c", ".h"))
+            continue
+        for _top, dirs, files in os.walk(p):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            count += sum(f.endswith((".c", ".h")) for f in files)
+    return count
