@@ -378,6 +378,7 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
         raise click.UsageError("give PATCHES or --git REVS, not both and not neither")
     if update_reported and not reported_path:
         raise click.UsageError("--update-reported needs --reported FILE")
+    _check_output(reported_path if update_reported else None, "--reported")
     try:
         reported = intake.reported(reported_path)
     except intake.ReportedError as exc:
@@ -641,10 +642,10 @@ def bulk(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_tree,
     if verify and series_mod.module_of(root) is not None:
         raise click.UsageError(f"--verify builds the objects of a kernel tree; {root} is a module: apply "
                                "the patch and build it with its own Kbuild against each kernel it supports")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _stderr(f"Error: {out}: cannot create: {exc.strerror or exc}")
+    try:  # (a link another user planted in /tmp is not followed: safeio.resolve)
+        Path(safeio.resolve(out)).mkdir(parents=True, exist_ok=True)
+    except (OSError, safeio.OutputRefused) as exc:
+        _stderr(f"Error: {out}: cannot create: {getattr(exc, 'strerror', None) or exc}")
         sys.exit(3)
     try:
         patches = series_mod.write_series(root, result.changes, cat, result.version, target, out,

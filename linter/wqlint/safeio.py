@@ -13,6 +13,9 @@ write_atomic() replaces a regular file (or creates one) through a temporary file
 directory and a rename, so a reader never sees half a file and a failure leaves the old one.
 What it replaces keeps its mode and, where the process may, its owner; a new file gets the
 mode the umask gives (0644 usually). A device, FIFO, socket or directory is never replaced.
+Every output path is resolved through resolve(), which follows a symbolic link in a sticky
+world-writable directory (/tmp) only as the kernel's fs.protected_symlinks does for open():
+so a link another user planted there cannot make wqlint replace the file it points to.
 """
 from __future__ import annotations
 
@@ -296,10 +299,55 @@ def _umask() -> int:
     return mask
 
 
+def resolve(path: str | os.PathLike) -> str:
+    """The real path of path (as os.path.realpath), else OutputRefused naming a symbolic link
+    on the way that fs.protected_symlinks would not let open() follow: one in a sticky
+    world-writable directory (/tmp) that belongs neither to this user nor to the directory's
+    owner. realpath() follows any link, and a rename onto its answer would replace whatever
+    a link planted by another user points to, around the kernel's protection."""
+    name = os.fspath(path)
+    pending = name.split(os.sep)[::-1]  # components still to walk, the next one last
+    resolved = os.sep if os.path.isabs(name) else os.getcwd()
+    hops = 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        here = os.path.join(resolved, part)
+        try:
+            st = os.lstat(here)
+        except (OSError, ValueError):
+            # missing (the file to create) or unreadable: no link to follow from here on
+            return os.path.join(here, *pending[::-1]) if pending else here
+        if not stat.S_ISLNK(st.st_mode):
+            resolved = here
+            continue
+        hops += 1
+        if hops > 40:  # the kernel's limit; realpath() gives the path as it stands
+            return os.path.realpath(name)
+        try:
+            parent = os.stat(resolved)
+        except OSError as exc:
+            raise OutputRefused(_problem(exc)) from None
+        sticky = stat.S_ISVTX | stat.S_IWOTH
+        if parent.st_mode & sticky == sticky and st.st_uid not in (os.geteuid(), parent.st_uid):
+            raise OutputRefused(f"{here} is a symbolic link of another user (uid {st.st_uid}) in the sticky "
+                                f"world-writable directory {resolved}, not followed")
+        target = os.readlink(here)
+        if os.path.isabs(target):
+            resolved = os.sep
+        pending.extend(target.split(os.sep)[::-1])
+    return resolved
+
+
 def check_output(path: str | os.PathLike) -> None:
     """Refuse, before any work, an output path that write_atomic() could not replace: its
-    directory missing, or an existing target that is not a regular file."""
-    real = os.path.realpath(path)
+    directory missing, an existing target that is not a regular file, or a link resolve()
+    does not follow."""
+    real = resolve(path)
     if real == os.devnull:
         return  # output thrown away: written with nothing to replace
     directory = os.path.dirname(real)
@@ -317,8 +365,9 @@ def check_output(path: str | os.PathLike) -> None:
 
 def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.PathLike | None = None) -> None:
     """Replace (or create) the regular file path with data, atomically. A symbolic link is
-    followed (its target is replaced); with root, a target outside root is refused. Raises
-    OutputRefused (not a regular file, outside root) or OSError (cannot write)."""
+    followed (its target is replaced) where resolve() follows it; with root, a target outside
+    root is refused. Raises OutputRefused (not a regular file, outside root, a link of another
+    user in a sticky directory) or OSError (cannot write)."""
     if isinstance(data, str):
         # surrogateescape: bytes of a source file that are not UTF-8 are written back as read
         data = data.encode("utf-8", "surrogateescape")
@@ -326,9 +375,10 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
         raise OutputRefused(f"outside the tree {root}, not written")
     from pathlib import Path
 
-    if os.path.realpath(path) == os.devnull:
+    real = resolve(path)
+    if real == os.devnull:
         return  # (check_output() accepts it: the caller wants no copy of the output)
-    target = Path(os.path.realpath(path))
+    target = Path(real)
     try:
         old: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
@@ -410,7 +460,7 @@ class Staged:
         import tempfile
         from pathlib import Path
 
-        target = Path(os.path.realpath(path))
+        target = Path(resolve(path))
         old = os.stat(target)
         if not stat.S_ISREG(old.st_mode):
             raise OutputRefused(f"{_kind(old.st_mode)}, not replaced")
@@ -466,9 +516,10 @@ class Staged:
 
 def _walk_dirs(base: str | os.PathLike, parts: tuple, create: bool) -> int:
     """An fd of base/parts[0]/parts[1]/..., each component opened without following a
-    symbolic link (base itself, the directory the user gave, may be one); create: make the
-    missing ones. OutputRefused names a component that is a link or not a directory."""
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    symbolic link (base itself, the directory the user gave, may be one that resolve()
+    follows); create: make the missing ones. OutputRefused names a component that is a link
+    or not a directory, or a link to base that resolve() refuses."""
+    fd = os.open(resolve(base), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for n, part in enumerate(parts):
             if part in ("", ".", "..") or os.sep in part:

@@ -16,12 +16,13 @@ class ApplyError(errors.WqlintError, status=errors.FINDINGS):
 
 
 def inside(root: Path, rel: str) -> Path:
-    """root/rel, refused when it (or a symbolic link on the way) leads outside root."""
+    """root/rel, refused when it (or a symbolic link on the way) leads outside root. The path
+    as given, not its real path: the writer follows its links only as safeio.resolve() does."""
     real_root = Path(os.path.realpath(root))
     path = Path(os.path.realpath(root / rel))
     if path != real_root and real_root not in path.parents:
         raise ApplyError(f"{rel}: outside the tree {root}, not written")
-    return path
+    return root / rel
 
 
 def _git_top(root: Path):

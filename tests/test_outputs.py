@@ -1,0 +1,133 @@
+"""What wqlint writes (issue 34): a symbolic link another user planted in a sticky
+world-writable directory is not followed, a reply is recorded as sent only once written,
+fix --apply removes only its own temporary files and keeps a file's line endings, the JSON
+formats are well-formed UTF-8 whatever the file names hold, and fix --diff quotes names as
+git does."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+from helpers import run
+from test_robust import DRIVER, cli, error_lines, no_traceback, tiny_tree, tree_hash
+from wqlint import safeio
+
+OTHER = 4242  # a uid that is not this process's
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a link to another user (os.lchown)")
+
+
+# -- links in sticky world-writable directories ----------------------------------------------
+
+@pytest.fixture
+def sticky(tmp_path):
+    """(a sticky world-writable directory like /tmp, the victim's file a link there may point to)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    home = tmp_path / "home"
+    home.mkdir()
+    victim = home / ".bashrc"
+    victim.write_text("# the victim's\n")
+    return shared, victim
+
+
+def _link(at: Path, to: Path, uid: int) -> Path:
+    at.symlink_to(to)
+    os.lchown(at, uid, uid)
+    return at
+
+
+@as_root
+def test_write_atomic_refuses_another_users_link_in_a_sticky_directory(sticky):
+    shared, victim = sticky
+    link = _link(shared / "out.txt", victim, OTHER)
+    with pytest.raises(safeio.OutputRefused, match=f"{link} is a symbolic link of another user"):
+        safeio.write_atomic(link, "tree strings\n")
+    with pytest.raises(safeio.OutputRefused, match="sticky world-writable directory"):
+        safeio.check_output(link)
+    staged = safeio.Staged()
+    with pytest.raises(safeio.OutputRefused, match="not followed"):
+        staged.add(link, b"tree strings\n", victim.read_bytes())
+    staged.discard()
+    # a link to a directory on the way is one too
+    (victim.parent / "sub").mkdir()
+    through = _link(shared / "dir", victim.parent / "sub", OTHER)
+    with pytest.raises(safeio.OutputRefused, match=f"{through} is a symbolic link"):
+        safeio.write_atomic(through / "out.txt", "x")
+    assert victim.read_text() == "# the victim's\n"
+    assert os.listdir(victim.parent / "sub") == [] and sorted(os.listdir(victim.parent)) == [".bashrc", "sub"]
+
+
+@as_root
+@pytest.mark.parametrize("owner", ["the user", "the directory's owner"])
+def test_a_link_of_the_user_or_of_the_directorys_owner_is_followed(sticky, owner):
+    shared, victim = sticky
+    if owner == "the user":
+        link = _link(shared / "out.txt", victim, os.geteuid())
+    else:
+        os.chown(shared, OTHER, OTHER)
+        link = _link(shared / "out.txt", victim, OTHER)
+    safeio.write_atomic(link, "written\n")
+    assert victim.read_text() == "written\n" and link.is_symlink()
+
+
+@as_root
+def test_scan_output_through_another_users_link_is_refused(sticky, tmp_path):
+    shared, victim = sticky
+    root = tiny_tree(tmp_path)
+    link = _link(shared / "scan.json", victim, OTHER)
+    got = cli("scan", root, "--format", "json", "-o", link)
+    no_traceback(got)
+    assert got.returncode != 0
+    [line] = error_lines(got.stderr)
+    assert str(link) in line and "not followed" in line
+    assert victim.read_text() == "# the victim's\n"
+    mine = _link(shared / "mine.json", victim, os.geteuid())
+    got = cli("scan", root, "--format", "json", "-o", mine)
+    assert got.returncode == 1, got.stderr
+    assert json.loads(victim.read_text())["findings"]
+
+
+@as_root
+def test_update_reported_through_another_users_link_is_refused(sticky):
+    shared, victim = sticky
+    link = _link(shared / "reported", victim, OTHER)
+    got = run("review", FIXTURES / "review" / "add-queue.patch", "--tree", FIXTURES / "review" / "tree",
+              "--reported", link, "--update-reported", "-j", "1")
+    assert got.exit_code != 0
+    [line] = error_lines(got.stderr)
+    assert str(link) in line and "not followed" in line
+    assert victim.read_text() == "# the victim's\n"
+
+
+@as_root
+def test_bulk_out_through_another_users_link_is_refused(sticky, tmp_path):
+    shared, victim = sticky
+    root = tiny_tree(tmp_path)
+    link = _link(shared / "out", victim.parent, OTHER)
+    got = run("bulk", root, "--target", "mainline", "--out", link)
+    assert got.exit_code != 0
+    [line] = error_lines(got.stderr)
+    assert str(link) in line and "not followed" in line
+    assert sorted(os.listdir(victim.parent)) == [".bashrc"]
+
+
+@as_root
+def test_fix_apply_through_another_users_link_to_the_tree_is_refused(sticky, tmp_path):
+    shared, _victim = sticky
+    root = tiny_tree(tmp_path)
+    link = _link(shared / "tree", root, OTHER)
+    before = tree_hash(root)
+    got = run("fix", link, "--target", "mainline", "--apply")
+    assert got.exit_code != 0
+    [line] = error_lines(got.stderr)
+    assert line.startswith("Error: drivers/demo/demo.c: ") and "not followed; nothing written" in line
+    assert tree_hash(root) == before
