@@ -131,3 +131,45 @@ def test_fix_apply_through_another_users_link_to_the_tree_is_refused(sticky, tmp
     [line] = error_lines(got.stderr)
     assert line.startswith("Error: drivers/demo/demo.c: ") and "not followed; nothing written" in line
     assert tree_hash(root) == before
+
+
+# -- the reply is written before it is recorded as sent ----------------------------------------
+
+def _review(*args):
+    return run("review", FIXTURES / "review" / "add-queue.patch", "--tree", FIXTURES / "review" / "tree",
+               "-j", "1", *args)
+
+
+def test_reported_is_not_updated_when_the_reply_cannot_be_written(tmp_path, monkeypatch):
+    seen, out = tmp_path / "reported", tmp_path / "reply.txt"
+    seen.write_text("# seen\n")
+    real_replace = os.replace
+
+    def full(src, dst, *a, **kw):
+        if str(dst) == str(out):
+            raise OSError(errno.ENOSPC, "No space left on device", str(src))
+        return real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(safeio.os, "replace", full)
+    got = _review("--reported", seen, "--update-reported", "-o", out)
+    monkeypatch.undo()
+    assert got.exit_code == 3
+    assert error_lines(got.stderr) == [f"Error: {out}: No space left on device"]
+    assert seen.read_text() == "# seen\n" and not out.exists()
+    got = _review("--reported", seen, "--update-reported", "-o", out)
+    assert got.exit_code == 1 and out.read_text()
+    assert len(seen.read_text().splitlines()) == 2  # recorded once it was written
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_reported_is_not_updated_when_stdout_cannot_be_written(tmp_path):
+    seen = tmp_path / "reported"
+    with open("/dev/full", "w") as full:
+        got = subprocess.run([sys.executable, "-m", "wqlint", "review", str(FIXTURES / "review" / "add-queue.patch"),
+                              "--tree", str(FIXTURES / "review" / "tree"), "-j", "1", "--reported", str(seen),
+                              "--update-reported"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+                             env=dict(os.environ, PYTHONPATH=str(REPO / "linter")))
+    no_traceback(got)
+    assert got.returncode == 3
+    assert error_lines(got.stderr) == ["Error: stdout: No space left on device"]
+    assert not seen.exists()

@@ -112,14 +112,26 @@ def _fail(exc) -> NoReturn:
     sys.exit(exc.status)
 
 
-def _emit(text, output, result, fmt="text"):
-    """Write a formatted result (stdout or -o, atomically), its notes and errors; exit."""
+def _emit(text, output, result, fmt="text", written=None):
+    """Write a formatted result (stdout or -o, atomically), its notes and errors; exit.
+    written: called once the result is safely written (not when it could not be: exit 3)."""
     if fmt not in ("json", "sarif", "rdjson", "patchwork"):
         text = _printable(text)
     if output:
         _write_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        try:
+            click.echo(text, nl=False)
+            sys.stdout.flush()
+        except OSError as exc:  # a full disk, a closed pipe
+            _stderr(f"Error: stdout: {exc.strerror or exc}")
+            try:  # what is still buffered is not flushed again at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            sys.exit(3)
+    if written is not None:
+        written()
     for note in result.notes:
         _stderr(f"wqlint: {note}")
     for err in result.errors:
@@ -408,11 +420,11 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     result.select(_config(result.root if result.tree else "", cat, min_severity, max_findings))
     if fmt in QUIET_FORMATS:
         result.notes = []
-    if update_reported:
-        _write_atomic(reported_path, intake.reported_text(reported_path, [result.fingerprint(c.finding)
-                                                                    for c in result.comments]))
     kw = {"target_url": target_url} if fmt == "patchwork" else {}
-    _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt)
+
+    record = None if not update_reported else lambda: _write_atomic(  # once the reply is written, not before
+        reported_path, intake.reported_text(reported_path, [result.fingerprint(c.finding) for c in result.comments]))
+    _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt, written=record)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True,
