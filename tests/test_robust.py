@@ -245,22 +245,23 @@ def test_apply_refuses_a_file_changed_after_the_check(tmp_path, monkeypatch):
     assert not [p for p in root.rglob("*.wqlint")]
 
 
-def test_apply_removes_what_a_killed_apply_left(tmp_path):
-    """SIGKILL between staging and renaming leaves the staged copies beside the files (no
-    handler runs). The next --apply removes such a copy of a file it writes once it is an
-    hour old, and leaves a younger one (another run may be writing it)."""
+def test_apply_removes_only_its_own_temporary_files(tmp_path):
+    """A file named like a staged copy (what SIGKILL between staging and renaming would
+    leave) may be anyone's: --apply removes only the copies it made itself, however old the
+    others are."""
     import time
 
     root = tiny_tree(tmp_path)
     directory = root / "drivers" / "demo"
-    old, young = (directory / f".demo.c.{x}.wqlint" for x in ("k1ll3d", "wr1t1ng"))
+    old, young = (directory / f".demo.c.{x}.wqlint" for x in ("abc", "wr1t1ng"))
     for f in (old, young):
-        f.write_text("partial")
+        f.write_text("someone's")
     os.utime(old, (time.time() - 7200, time.time() - 7200))
     got = run("fix", root, "--target", "mainline", "--apply")
     assert got.exit_code == 0, got.stderr
     assert "WQ_PERCPU" in (directory / "demo.c").read_text()
-    assert sorted(p.name for p in directory.glob(".*.wqlint")) == [young.name]
+    assert sorted(p.name for p in directory.glob(".*.wqlint")) == sorted([old.name, young.name])
+    assert old.read_text() == "someone's"
 
 
 @pytest.fixture

@@ -390,9 +390,11 @@ def write_atomic(path: str | os.PathLike, data: bytes | str, root: str | os.Path
 
 
 def remove_stale_temps(path: str | os.PathLike, age: float = 3600.0) -> int:
-    """Remove what write_atomic(path) or Staged.add(path) left behind when killed (SIGKILL cannot be
-    deferred): its temporary files beside path, regular files of this user untouched for age
-    seconds (a younger one may be another run's, being written). The number removed."""
+    """Remove what write_atomic(path) left behind when killed (SIGKILL cannot be deferred):
+    its temporary files beside path, regular files of this user untouched for age seconds (a
+    younger one may be another run's, being written). The number removed. Only for a path in
+    a directory of wqlint's own (the cache), where every such name is wqlint's: never in a
+    tree or an output directory, where a file of that name may be someone's."""
     import time
 
     directory, name = os.path.split(os.path.realpath(path))
@@ -466,7 +468,8 @@ class Staged:
             raise OutputRefused(f"{_kind(old.st_mode)}, not replaced")
         if not os.access(target, os.W_OK):
             raise OutputRefused("not writable")
-        remove_stale_temps(target)  # what a killed run (SIGKILL) left beside this file
+        # What a killed run (SIGKILL) left beside the file is not removed: a name alike in a
+        # tree may be anyone's file. Only this run's own temporary files are (discard()).
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX)
         self._items.append((target, tmp, before))
         with os.fdopen(fd, "wb") as handle:
