@@ -173,3 +173,48 @@ def test_reported_is_not_updated_when_stdout_cannot_be_written(tmp_path):
     assert got.returncode == 3
     assert error_lines(got.stderr) == ["Error: stdout: No space left on device"]
     assert not seen.exists()
+
+
+# -- fix --apply and --diff keep a file's line endings ----------------------------------------
+
+CPU_DRIVER = DRIVER.replace('alloc_workqueue("demo",\n\t\t\t     WQ_MEM_RECLAIM, 0)',
+                            'alloc_workqueue("demo", WQ_UNBOUND, num_online_cpus())')
+
+
+def _git(root: Path, *args):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t", GIT_CONFIG_NOSYSTEM="1", HOME=str(root.parent))
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, env=env, check=False)
+
+
+def test_fix_keeps_crlf_line_endings(tmp_path):
+    """The reference fix rewrites the call and adds a line after the NULL check: in a CRLF
+    file both end with CRLF, in --apply and in --diff alike."""
+    root = tiny_tree(tmp_path)
+    demo = root / "drivers" / "demo" / "demo.c"
+    demo.write_bytes(CPU_DRIVER.replace("\n", "\r\n").encode())
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    diff = run("fix", root, "--target", "reference", "--diff")
+    assert diff.exit_code == 0, diff.stderr
+    text = diff.stdout_bytes.decode()  # (.stdout: click's runner turns CRLF into LF)
+    added = [ln for ln in text.split("\n") if ln.startswith("+") and not ln.startswith("+++")]
+    assert len(added) == 2 and all(ln.endswith("\r") for ln in added), added
+    got = run("fix", root, "--target", "reference", "--apply")
+    assert got.exit_code == 0, got.stderr
+    data = demo.read_bytes()
+    assert b"workqueue_set_global_max_active_cpus(wq, 1, 1);\r\n" in data
+    assert data.count(b"\n") == data.count(b"\r\n")
+    (copy / "fix.diff").write_bytes(diff.stdout_bytes)
+    applied = subprocess.run(["git", "apply", "--unsafe-paths", "fix.diff"], cwd=copy, capture_output=True)
+    assert applied.returncode == 0, applied.stderr
+    assert (copy / "drivers/demo/demo.c").read_bytes() == data
+
+
+def test_fix_of_an_lf_file_writes_lf():
+    from wqlint.fix.model import with_line_endings
+
+    assert with_line_endings("a\nb\n", "a\nx\nb\n") == "a\nx\nb\n"
+    # the lines the edit wrote take the file's ending; a line of another kind it kept stays
+    assert with_line_endings("a\r\nb\r\nc\n", "a\r\nx\nb\r\nc\n") == "a\r\nx\r\nb\r\nc\n"
+    assert with_line_endings("a\r\nb\r\n", "a\r\nb\r\nz") == "a\r\nb\r\nz"

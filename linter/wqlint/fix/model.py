@@ -57,10 +57,34 @@ class FileChange:
 
     def diff(self) -> str:
         """A `git apply`-ready unified diff of this file."""
-        lines = difflib.unified_diff(self.before.splitlines(True), self.after.splitlines(True),
+        lines = difflib.unified_diff(text_lines(self.before), text_lines(self.after),
                                      f"a/{self.path}", f"b/{self.path}", n=3)
         # A last line without a newline (on either side) is marked the way diff and git mark it.
         body = "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
         if not body:
             return ""
         return f"diff --git a/{self.path} b/{self.path}\n" + body
+
+
+def text_lines(text: str) -> list:
+    """text's lines, each with its \\n: split at \\n alone (str.splitlines() also splits at
+    \\r, a form feed and more, which a diff or a file's line endings do not)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def with_line_endings(before: str, after: str) -> str:
+    """after (before edited) with each line that differs from before ended as most lines of
+    before end, \\r\\n or \\n: the edits write \\n, and a file with CRLF stays CRLF."""
+    if "\r" not in before and "\r" not in after:
+        return after
+    crlf = before.count("\r\n")
+    ending = "\r\n" if crlf > before.count("\n") - crlf else "\n"
+    old, new = text_lines(before), text_lines(after)
+    out = []
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        for line in new[j1:j2]:
+            if tag != "equal" and line.endswith("\n"):
+                line = line[:-2 if line.endswith("\r\n") else -1] + ending
+            out.append(line)
+    return "".join(out)

@@ -21,7 +21,7 @@ from typing import Optional
 from wqlint import api, catalogue as catalogue_mod, errors, kversion, safeio
 from wqlint.finding import Finding, Report
 from wqlint.fix import compat, edit_kinds, edits
-from wqlint.fix.model import FileChange, Fix
+from wqlint.fix.model import FileChange, Fix, with_line_endings
 from wqlint.scan import parser
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.source import SourceError, SourceFile, read_source
@@ -126,6 +126,8 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
         _no_new_reclaim_work(result, catalogue, contents, found, planned, facts, options)
     if result.changes and _is_module(root):
         _guard(result, compat.module_range(root, oldest))
+    for change in result.changes:  # the lines the fixes wrote end as the file's lines do
+        change.after = with_line_endings(change.before, change.after)
     return result
 
 
