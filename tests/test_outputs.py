@@ -218,3 +218,57 @@ def test_fix_of_an_lf_file_writes_lf():
     # the lines the edit wrote take the file's ending; a line of another kind it kept stays
     assert with_line_endings("a\r\nb\r\nc\n", "a\r\nx\nb\r\nc\n") == "a\r\nx\r\nb\r\nc\n"
     assert with_line_endings("a\r\nb\r\n", "a\r\nb\r\nz") == "a\r\nb\r\nz"
+
+
+# -- well-formed JSON whatever the names hold -------------------------------------------------
+
+def _strict(data: bytes):
+    """The document data holds, read as a strict reader reads it: UTF-8, and no lone surrogate
+    (Python's json accepts the escape \\udcff, RFC 8259 readers need not)."""
+    doc = json.loads(data.decode("utf-8", "strict"))
+
+    def walk(value):
+        if isinstance(value, str):
+            value.encode("utf-8", "strict")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    walk(doc)
+    return doc
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_of_a_name_that_is_not_utf8_is_well_formed(tmp_path, fmt):
+    root = tiny_tree(tmp_path)
+    shutil.copy(root / "drivers/demo/demo.c", os.fsencode(root / "drivers/demo") + b"/\xffbad.c")
+    out = tmp_path / f"scan.{fmt}"
+    got = cli("scan", root, "--format", fmt, "-o", out)
+    assert got.returncode == 1, got.stderr
+    doc = _strict(out.read_bytes())
+    if fmt == "json":
+        assert "drivers/demo/\\xffbad.c" in {f["path"] for f in doc["findings"]}
+    stdout = subprocess.run([sys.executable, "-m", "wqlint", "scan", str(root), "--format", fmt],
+                            capture_output=True, env=dict(os.environ, PYTHONPATH=str(REPO / "linter")))
+    assert _strict(stdout.stdout) == doc
+
+
+def test_json_formats_write_through_jsondoc():
+    """Every JSON format writes its document through formatters.jsondoc (no json.dumps of its
+    own), so none can write a lone surrogate."""
+    formatters = REPO / "linter" / "wqlint" / "formatters"
+    own = [p.relative_to(formatters) for p in formatters.rglob("*.py")
+           if "json.dumps(" in p.read_text() and p.name != "jsondoc.py"]
+    assert own == []
+
+
+def test_jsondoc_escapes_names_as_the_text_formats_do():
+    from wqlint.finding import name_bytes, printable
+    from wqlint.formatters import jsondoc
+
+    name = "drivers/a\udcffb\udc80.c"
+    assert json.loads(jsondoc.dumps({name: [name]})) == {printable(name): [printable(name)]}
+    assert name_bytes(printable(name)) == name

@@ -773,7 +773,8 @@ def test_odd_file_names_in_json_and_sarif(tmp_path):
     assert got.returncode == 1 and not error_lines(got.stderr), got.stderr
     doc = json.loads(got.stdout)
     paths = {f["path"] for f in doc["findings"] if f["rule"] == "missing-affinity-flag"}
-    assert paths == set(names.values()) | {"drivers/demo/demo.c"}
+    # the byte that is not UTF-8 as the text formats print it: no lone surrogate in the JSON
+    assert paths == {n.replace("\udcff", "\\xff") for n in names.values()} | {"drivers/demo/demo.c"}
     sarif = cli("scan", root, "--format", "sarif")
     assert sarif.returncode == 1
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
@@ -812,7 +813,8 @@ def test_coccinelle_engine_keeps_every_rule_with_odd_file_names(tmp_path):
     no_traceback(got)
     assert got.returncode == 1 and not error_lines(got.stderr), got.stderr
     found = {(f["rule"], f["path"]) for f in json.loads(got.stdout)["findings"]}
-    assert {p for r, p in found if r == "missing-affinity-flag"} == set(names.values()) | {"drivers/demo/demo.c"}
+    assert {p for r, p in found if r == "missing-affinity-flag"} == \
+        {n.replace("\udcff", "\\xff") for n in names.values()} | {"drivers/demo/demo.c"}
 
 
 def test_thousands_of_allocations_in_one_function_are_refused_not_ground_through(tmp_path):

@@ -30,6 +30,23 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BYTE_ESCAPE = re.compile(r"\\x([89a-f][0-9a-f])")
+
+
+def unicode_text(text: str) -> str:
+    """text as a JSON document holds it: every lone surrogate, which no UTF-8 can encode
+    (a byte of a name that is not UTF-8, as surrogateescape kept it), written as printable()
+    writes it (\\xff). The JSON formats escape the rest for themselves."""
+    return _SURROGATE.sub(_escape, text) if _SURROGATE.search(text) else text
+
+
+def name_bytes(text: str) -> str:
+    """The name unicode_text() wrote as text: its \\x80-\\xff escapes the bytes again (as
+    surrogateescape keeps them), for a saved scan to find the file it names."""
+    return _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
+
+
 class Via(enum.Enum):
     """The kinds of place a step's value can be found in, that code asks about."""
 

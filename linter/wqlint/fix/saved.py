@@ -2,11 +2,12 @@
 the files as they are now: a finding whose call line changed since is refused, not guessed."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 from wqlint import errors, kversion, safeio
-from wqlint.finding import Finding, Report
+from wqlint.finding import Finding, Report, name_bytes
 from wqlint.scan.source import SourceError, SourceFile, call_digest, read_source
 
 
@@ -74,11 +75,20 @@ def _finding(path: str, n: int, d, known: frozenset) -> Finding:
     raise SavedError(f"{path}: not a `wqlint scan --format json` document (finding {n}: {problem})")
 
 
+def _named(root: Path, f: Finding) -> Finding:
+    """f under its file's name: a byte of a name that is not UTF-8 stands in the JSON as
+    the text \\xff (finding.unicode_text), the file itself under the byte."""
+    raw = name_bytes(f.path)
+    if raw == f.path or os.path.lexists(root / f.path):
+        return f
+    return dataclasses.replace(f, path=raw)
+
+
 def load(path: str, root: Path, paths: list, known, kernel_version=None) -> Report:
     """known: the rule ids of the catalogue in use."""
     doc = _document(path)
     known = frozenset(known)
-    findings = [_finding(path, n, d, known) for n, d in enumerate(doc["findings"], 1)]
+    findings = [_named(root, _finding(path, n, d, known)) for n, d in enumerate(doc["findings"], 1)]
     try:
         version = kernel_version or kversion.parse_version(str(doc.get("kernel_version", "")))
     except ValueError as exc:

@@ -1,10 +1,9 @@
 """A JSON document: the kernel version used and every finding with its chain."""
 from __future__ import annotations
 
-import json
-
 from wqlint import kversion
 from wqlint.finding import stable_fingerprints
+from wqlint.formatters import jsondoc
 
 
 def format(report, catalogue) -> str:
@@ -16,4 +15,4 @@ def format(report, catalogue) -> str:
         "findings": [{**f.to_dict(), "stable_fingerprint": stable[id(f)]} for f in report.findings],
         "errors": [{"path": e.path, "problem": e.problem} for e in report.errors],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return jsondoc.dumps(doc, indent=2) + "\n"

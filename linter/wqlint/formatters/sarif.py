@@ -5,10 +5,9 @@ wqlintStable/v1 is stable_fingerprints(), which also survives a file renamed or 
 moved within its directory (what a review bot keeps to comment once per finding)."""
 from __future__ import annotations
 
-import json
-
 from wqlint import __version__, kversion
 from wqlint.finding import stable_fingerprints
+from wqlint.formatters import jsondoc
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "note": "note"}
@@ -102,4 +101,4 @@ def format(report, catalogue) -> str:
              "locations": [_location(e.path, 1)]} for e in report.errors]}]
     else:
         run["invocations"] = [{"executionSuccessful": True}]
-    return json.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+    return jsondoc.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"

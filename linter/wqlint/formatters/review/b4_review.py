@@ -15,9 +15,8 @@ finding on the changed line it is blamed on, with its fingerprint and patch.
 """
 from __future__ import annotations
 
-import json
-
 from wqlint.finding import printable
+from wqlint.formatters import jsondoc
 from wqlint.formatters.review.b4 import LEVEL
 from wqlint.formatters.review.mail import sentence
 
@@ -28,8 +27,8 @@ STATUS = {"error": "fail", "warning": "warn", "note": "warn"}
 def result(status: str, summary: str, details: list | None = None) -> str:
     entry = {"tool": TOOL, "status": status, "summary": summary}
     if details:
-        entry["details"] = json.dumps(details)
-    return json.dumps([entry]) + "\n"
+        entry["details"] = jsondoc.dumps(details)
+    return jsondoc.dumps([entry]) + "\n"
 
 
 def format(review, catalogue) -> str:

@@ -5,8 +5,7 @@ accepts review comments only on lines of the diff, so pre-existing findings are 
 """
 from __future__ import annotations
 
-import json
-
+from wqlint.formatters import jsondoc
 from wqlint.formatters.review.mail import flag_steps, sentence
 
 
@@ -40,4 +39,4 @@ def format(review, catalogue) -> str:
         "comments": [{"path": c.path, "line": c.line, "side": "RIGHT", "body": _body(c)}
                      for c in review.comments],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return jsondoc.dumps(doc, indent=2) + "\n"

@@ -8,9 +8,8 @@ the series introduces, "state" introduced | pre-existing | new-elsewhere | fixed
 """
 from __future__ import annotations
 
-import json
-
 from wqlint import kversion
+from wqlint.formatters import jsondoc
 
 
 def patch_dict(patch) -> dict:
@@ -46,4 +45,4 @@ def format(review, catalogue) -> str:
         "notes": list(review.notes),
         "errors": [{"path": e.path, "problem": e.problem} for e in review.errors],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return jsondoc.dumps(doc, indent=2) + "\n"

@@ -14,7 +14,8 @@ is still the body to POST.
 """
 from __future__ import annotations
 
-import json
+from wqlint.formatters import jsondoc
+
 
 CONTEXT = "wqlint"
 
@@ -42,5 +43,5 @@ def format(review, catalogue, target_url: str = "") -> str:
                  "fingerprints": [review.fingerprint(c.finding) for c in comments]}
         if target_url:
             check["target_url"] = target_url
-        out.append(json.dumps(check, sort_keys=True))
+        out.append(jsondoc.dumps(check, sort_keys=True))
     return "\n".join(out) + ("\n" if out else "")

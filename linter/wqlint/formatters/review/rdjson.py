@@ -5,8 +5,7 @@ it; its call site and chain are related locations.
 """
 from __future__ import annotations
 
-import json
-
+from wqlint.formatters import jsondoc
 from wqlint.formatters.review.mail import sentence
 
 SEVERITY = {"error": "ERROR", "warning": "WARNING", "note": "INFO"}
@@ -48,4 +47,4 @@ def format(review, catalogue) -> str:
         "severity": "WARNING",
         "diagnostics": [_diagnostic(f, blamed.get(id(f))) for f in review.findings()],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return jsondoc.dumps(doc, indent=2) + "\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from wqlint.formatters import jsondoc
 from wqlint.formatters import sarif as scan_sarif
 from wqlint.formatters.review.mail import sentence
 
@@ -41,7 +42,7 @@ def format(review, catalogue) -> str:
                                      **({"uriBaseId": "SRCROOT"} if review.tree else {})},
                 "region": {"startLine": c.line}},
                 "message": {"text": sentence(c.what) if c.what else "introduced here"}}]
-    return json.dumps(doc, indent=2) + "\n"
+    return jsondoc.dumps(doc, indent=2) + "\n"
 
 
 def _drop_base(node):
