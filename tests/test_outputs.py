@@ -272,3 +272,31 @@ def test_jsondoc_escapes_names_as_the_text_formats_do():
     name = "drivers/a\udcffb\udc80.c"
     assert json.loads(jsondoc.dumps({name: [name]})) == {printable(name): [printable(name)]}
     assert name_bytes(printable(name)) == name
+
+
+# -- fix --diff: names quoted as git quotes them --------------------------------------------
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git missing")
+@pytest.mark.parametrize("raw", [b"new\nline.c", b"sp ace.c", b"\xffbad.c", "caf\u00e9.c".encode(), b'q"uo\\te.c'])
+def test_fix_diff_names_are_quoted_as_git_quotes_them(tmp_path, raw):
+    root = tiny_tree(tmp_path)
+    name = os.fsencode(root / "drivers/demo") + b"/" + raw
+    shutil.copy(root / "drivers/demo/demo.c", name)
+    os.unlink(root / "drivers/demo/demo.c")
+    assert _git(root, "init", "-q").returncode == 0
+    _git(root, "add", "-A")
+    assert _git(root, "commit", "-qm", "init").returncode == 0
+    got = run("fix", root, "--target", "mainline", "--diff")
+    assert got.exit_code == 0, got.stderr
+    (tmp_path / "fix.diff").write_text(got.stdout, "utf-8", "surrogateescape")
+    header = got.stdout.split("\n", 1)[0]
+    assert header.count("diff --git") == 1 and len(got.stdout.split("\n")[1:3]) == 2
+    check = _git(root, "apply", "--check", str(tmp_path / "fix.diff"))
+    assert check.returncode == 0, check.stderr
+    assert _git(root, "apply", str(tmp_path / "fix.diff")).returncode == 0
+    assert b"WQ_MEM_RECLAIM | WQ_PERCPU" in Path(os.fsdecode(name)).read_bytes()
+    # git's own diff of the change names the file the same way
+    ours = [ln for ln in got.stdout.split("\n") if ln.startswith(("diff --git", "--- ", "+++ "))]
+    theirs = [ln for ln in _git(root, "-c", "core.quotePath=true", "diff").stdout.decode("utf-8", "surrogateescape")
+              .split("\n") if ln.startswith(("diff --git", "--- ", "+++ "))]
+    assert ours == theirs

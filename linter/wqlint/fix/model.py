@@ -56,14 +56,15 @@ class FileChange:
     fixes: list = field(default_factory=list)  # of Fix
 
     def diff(self) -> str:
-        """A `git apply`-ready unified diff of this file."""
-        lines = difflib.unified_diff(text_lines(self.before), text_lines(self.after),
-                                     f"a/{self.path}", f"b/{self.path}", n=3)
+        """A `git apply`-ready unified diff of this file (its name quoted as git quotes it)."""
+        old, new = quoted("a/" + self.path), quoted("b/" + self.path)
+        tab = "\t" if " " in self.path else ""  # as git writes a name with a space
+        lines = list(difflib.unified_diff(text_lines(self.before), text_lines(self.after), n=3))[2:]
         # A last line without a newline (on either side) is marked the way diff and git mark it.
         body = "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
         if not body:
             return ""
-        return f"diff --git a/{self.path} b/{self.path}\n" + body
+        return f"diff --git {old} {new}\n--- {old}{tab}\n+++ {new}{tab}\n" + body
 
 
 def text_lines(text: str) -> list:
@@ -71,6 +72,29 @@ def text_lines(text: str) -> list:
     \\r, a form feed and more, which a diff or a file's line endings do not)."""
     parts = text.split("\n")
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def quoted(name: str) -> str:
+    """A file name as git writes it in a diff (quote_c_style, core.quotePath on): as it is,
+    or in double quotes with C escapes when it holds a control character, '"', '\\', or a
+    byte that is not ASCII (a name that is not UTF-8 is as surrogateescape keeps it), so that
+    no name can write lines of its own into a patch."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if not any(b < 0x20 or b >= 0x7F or b in b'"\\' for b in raw):
+        return name
+    out = []
+    for b in raw:
+        if b in _C_ESCAPES:
+            out.append(_C_ESCAPES[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(chr(b))
+    return '"' + "".join(out) + '"'
+
+
+_C_ESCAPES = {0x07: "\\a", 0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r",
+              0x22: '\\"', 0x5C: "\\\\"}
 
 
 def with_line_endings(before: str, after: str) -> str:
