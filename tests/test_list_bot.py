@@ -68,7 +68,7 @@ def series(repo, base, count, version=1) -> list:
     return split(repo.git(*args))
 
 
-def bot(linux, mbox, state):
+def bot(linux, mbox, state, status=0):
     """One run of the bot, with a clock that says the same second every time: runs that close
     together, and series whose roots repeat, must still give a reply file each."""
     clock = state.parent / "clock"
@@ -78,7 +78,7 @@ def bot(linux, mbox, state):
     env = {**os.environ, "WQLINT": str(WQLINT), "PATH": f"{clock}:{os.environ['PATH']}"}
     proc = subprocess.run(["sh", str(BOT), str(linux.path), str(mbox), str(state)], capture_output=True,
                           text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == status, proc.stderr
     return proc.stderr, sorted((state / "outbox").iterdir())
 
 
@@ -150,6 +150,60 @@ def test_a_series_on_a_base_the_repository_lacks_waits(world, tmp_path):
     said, outbox = bot(linux, inbox, state)
     assert outbox == [] and (state / "reviewed").read_text() == ""
     assert said.endswith(f"base commit {'0' * 40} is not in {linux.path}, left for a later run\n")
+
+
+def _poll_series(dev, base) -> list:
+    text = (dev.path / DEMO).read_text()
+    dev.write(DEMO, text.replace("\nstatic void demo_exit_queues", POLL + "\nstatic void demo_exit_queues"))
+    dev.commit("demo: poll the device from its own queue")
+    dev.edit(DEMO, "/* one work item per CPU */", "/* one work item per possible CPU */")
+    dev.commit("demo: say which CPUs")
+    return series(dev, base, 2)
+
+
+def _header(mail: bytes, name: str) -> bytes:
+    return re.search(rb"(?mi)^" + name.encode() + rb": (.*)$", mail).group(1)
+
+
+def test_a_mail_series_cannot_read_keeps_no_other_series_from_review(world, tmp_path):
+    linux, dev, base = world
+    v1 = _poll_series(dev, base)
+    bad = (b"From: Someone <someone@example.org>\nSubject: [PATCH v" + b"9" * 5000 + b"] demo: huge\n"
+           b"Message-ID: <huge@example.org>\n\ntext\n")
+    inbox = tmp_path / "new.mbox"
+    inbox.write_bytes(mboxrd(bad, *v1))
+    state = tmp_path / "state"
+    said, outbox = bot(linux, inbox, state, status=3)
+    assert said.splitlines() == [
+        f"Error: {inbox}: message 1 <huge@example.org>: a number of 5000 digits in its patch tag, left out",
+        f"wqlint-list-bot: wqlint series {inbox} failed (exit status 3): only the series it listed were reviewed"]
+    (reply,) = outbox
+    assert "Subject: Re: [PATCH 1/2] demo: poll the device from its own queue" in reply.read_text()
+
+
+def test_anothers_patch_in_the_thread_is_not_part_of_the_series(world, tmp_path):
+    linux, dev, base = world
+    v1 = _poll_series(dev, base)
+    root = _header(v1[0], "Message-ID")
+    # someone else's patch 2/2 in reply to the cover letter, and one numbered past the end:
+    # hunks that do not apply to anything
+    other = re.sub(rb"(?m)^From: .*$", b"From: Mal Lory <mal@example.org>", v1[2])
+    other = other.replace(_header(v1[2], "Message-ID"), b"<other@example.org>")
+    other = other.replace(b"one work item per", b"no work item per")
+    past = other.replace(b"[PATCH 2/2]", b"[PATCH 3/2]").replace(b"<other@", b"<past@")
+    inbox = tmp_path / "new.mbox"
+    inbox.write_bytes(mboxrd(*v1[:2], other, past, v1[2]))
+    listed = subprocess.run([str(WQLINT), "series", str(inbox)], capture_output=True, text=True)
+    assert listed.returncode == 3
+    assert [ln.split("\t")[0::3] for ln in listed.stdout.splitlines()] == [[root.decode(), "2/2"],
+                                                                          ["<other@example.org>", "1/2"]]
+    assert listed.stderr == f"Error: {inbox}: message 4 <past@example.org>: patch 3 of 2, left out\n"
+    state = tmp_path / "state"
+    said, outbox = bot(linux, inbox, state, status=3)
+    (reply,) = outbox
+    assert "Subject: Re: [PATCH 1/2] demo: poll the device from its own queue" in reply.read_text()
+    assert "<other@example.org> v1: 1/2 patches so far, left for a later run" in said
+    assert (state / "reviewed").read_text() == f"{root.decode()} v1\n"
 
 
 def test_the_recipe_in_the_docs_is_the_script():

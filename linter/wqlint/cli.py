@@ -459,20 +459,24 @@ def check(also_sparse, kernel_version, cpus, max_cpus, rules_path, args):
 def series_cmd(mbox):
     """List the patch series of an mbox (a list archive: lei, public-inbox, b4 mbox), one a
     line, tab-separated: root Message-ID, version, base commit ('-': none named), patches
-    found/expected, subject. Replies and mail without a patch tag are left out.
+    found/expected, subject. Replies and mail without a patch tag are left out; a patch in
+    the thread from someone other than the series' author is a series of its own.
 
-    Exit status: 0, 3 when the mbox cannot be read.
+    Exit status: 0; 3 when the mbox cannot be read, or a mail with a patch tag could not be
+    (an `Error:` line names each; the other series are listed all the same).
     """
-    from wqlint import inbox, mail
+    from wqlint import errors, inbox, mail
     name = "<stdin>" if mbox == "-" else mbox
     try:
-        found = inbox.series_of(mail.read_input(mbox), name)
+        found = inbox.archive(mail.read_input(mbox), name)
     except mail.MailError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(exc.status)
-    for s in found:
+        _fail(exc)
+    for s in found.series:
         click.echo(_printable("\t".join([s.root, f"v{s.version}", s.base or "-", f"{s.patches}/{s.expected}",
                                         " ".join(s.subject.split())])))
+    for problem in found.problems:
+        _stderr(f"Error: {problem}")
+    sys.exit(errors.INPUT if found.problems else 0)
 
 
 def _ts_scan(paths, cat, options):

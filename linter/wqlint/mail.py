@@ -43,7 +43,6 @@ def clean(text: str) -> str:
 # write it. Requiring the date keeps a commit message line starting with 'From ' apart.
 _FROM_LINE = re.compile(rb"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]?\d \d\d:\d\d:\d\d(?: [+-]?\w+)? \d{4}\s*$")
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
-_COVER = re.compile(r"\[[^]]*\b0+/\d+\]")
 _REFUSED_MODES = {"120000": "a symbolic link", "160000": "a submodule"}
 
 
@@ -202,7 +201,7 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
     text = "\n".join(body)
     files = _parse_diff(text, what)
     if not files:
-        if _COVER.search(subject) or not text.strip():
+        if is_cover(subject) or not text.strip():
             return None  # a cover letter, or a reply in the thread
         raise MailError(f"{what}: no diff in message '{subject}'")
     author = _in_body_from(text)
@@ -214,6 +213,38 @@ def _parse_message(raw: bytes, what: str, number: int) -> Optional[Patch]:
         name, address = author
     return Patch(what, number, subject, message_id, references, name or address, address, files,
                  recipients)
+
+
+def bracket_groups(subject: str):
+    """The '[...]' groups of a Subject, left to right, as (start, end, the text inside): each
+    ']' closes the group the first '[' after the ']' before it opens. One pass over the
+    Subject with str.find, whatever its length (a Subject is anyone's text: a pattern that
+    backtracks over it would let one mail stop the intake of a whole archive)."""
+    start = 0
+    while True:
+        close = subject.find("]", start)
+        if close < 0:
+            return
+        opened = subject.find("[", start, close)
+        if opened >= 0:
+            yield opened, close + 1, subject[opened + 1:close]
+        start = close + 1
+
+
+def is_cover(subject: str) -> bool:
+    """A cover letter's Subject: a '[...]' group ending in patch number zero ('[PATCH v2 0/3]',
+    '[RFC 00/12]')."""
+    for _, _, text in bracket_groups(subject):
+        end = len(text)
+        while end and text[end - 1].isdecimal():
+            end -= 1
+        if end == len(text) or not text[:end].endswith("/"):
+            continue
+        number = text[:end - 1]
+        before = number.rstrip("0")
+        if before != number and not (before[-1:].isalnum() or before.endswith("_")):
+            return True
+    return False
 
 
 def _in_body_from(text: str):
