@@ -682,6 +682,8 @@ def test_escape_sequences_in_a_file_name_do_not_reach_the_terminal(tmp_path):
     ("quoted-path", "Error: {p}: refusing path '\"a/x\\\\09.c\"': malformed octal escape \\09."),
     ("huge-hunk", "Error: {p}: drivers/demo/demo.c: hunk #1: line numbers past 1,000,000 in "
                   "'@@ -100000000,1 +100000000,2 @@', not read"),
+    ("digits-hunk", "Error: {p}: drivers/demo/demo.c: hunk #1: line numbers past 1,000,000 in its header, "
+                    "not read"),
     ("many-addresses", "Error: {p}: more than 1000 addresses in To, not read"),
 ])
 def test_hostile_patches_are_one_error_line(tmp_path, case, error):
@@ -696,6 +698,8 @@ def test_hostile_patches_are_one_error_line(tmp_path, case, error):
     elif case == "huge-hunk":
         patch = ("--- a/drivers/demo/demo.c\n+++ b/drivers/demo/demo.c\n"
                  "@@ -100000000,1 +100000000,2 @@\n }\n+/* x */\n")
+    elif case == "digits-hunk":  # more digits than int() reads
+        patch = f"--- a/drivers/demo/demo.c\n+++ b/drivers/demo/demo.c\n@@ -1,{'1' * 5000} +1,2 @@\n }}\n+/* x */\n"
     else:
         patch = ADD_QUEUE.replace("To: linux-demo@vger.example.org",
                                   "To: " + ", ".join(f"u{i}@example.org" for i in range(200_000)))

@@ -436,6 +436,8 @@ def _parse_hunk(lines, i, what, name, number, hunks) -> int:
     where = f"{what}: {name}: hunk #{number}"
     if not m:
         raise MailError(f"{where}: malformed hunk header {lines[i]!r}")
+    if any(len(n) > 20 for n in m.groups()[:4] if n):  # (int() refuses 4300 digits; the header is too long to quote)
+        raise MailError(f"{where}: line numbers past {MAX_LINE:,} in its header, not read")
     old_start, new_start = int(m.group(1)), int(m.group(3))
     old_count = 1 if m.group(2) is None else int(m.group(2))
     new_count = 1 if m.group(4) is None else int(m.group(4))
