@@ -298,3 +298,31 @@ def test_git_range_reviews_commits_of_a_checkout_at_head(tmp_path):
     assert by_git.stdout == by_file.stdout
     assert run("review", "--git", "HEAD..HEAD", "--tree", repo).exit_code == 0
     assert run("review", HERE / "add-queue.patch", "--git", "HEAD~1..HEAD", "--tree", repo).exit_code == 2
+
+
+def test_the_configuration_of_a_review_is_the_trees_before_the_series(tmp_path):
+    """A series that mutes wqlint in the tree's .wqlint.yaml does not mute its own review: the
+    configuration is read as of the series' base, like the files it changes."""
+    import shutil
+    repo = tmp_path / "repo"
+    shutil.copytree(TREE, repo)
+    (repo / ".wqlint.yaml").write_text("min-severity: note\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    (repo / ".wqlint.yaml").write_text("paths: []\n")
+    _git(repo, "commit", "-q", "-a", "-m", "wqlint: mute")
+    _git(repo, "am", "-q", str(HERE / "add-queue.patch"))
+    by_git = run("review", "--git", "HEAD~2..HEAD", "--tree", repo, "-j", "1")
+    assert by_git.exit_code == 1, by_git.stderr
+    assert by_git.stdout.startswith(review_cli(HERE / "add-queue.patch").stdout.rstrip("\n"))
+    # what the series wrote is the configuration of the review of what comes after it
+    assert run("review", "--git", "HEAD~1..HEAD", "--tree", repo, "-j", "1").exit_code == 0
+    # a base whose .wqlint.yaml cannot be used is named as it was there
+    (repo / ".wqlint.yaml").write_text("nope: 1\n")
+    _git(repo, "commit", "-q", "-a", "-m", "wqlint: a key it does not know")
+    (repo / ".wqlint.yaml").write_text("paths: []\n")
+    _git(repo, "commit", "-q", "-a", "-m", "wqlint: mute")
+    bad = run("review", "--git", "HEAD~1..HEAD", "--tree", repo, "-j", "1")
+    assert (bad.exit_code, bad.stderr) == (2, f"Error: {repo.resolve()}/.wqlint.yaml before the series: unknown key "
+                                              "'nope' (known: rules, min-severity, max-findings, paths)\n")

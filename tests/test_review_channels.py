@@ -124,7 +124,10 @@ def _sent(tmp_path, edits):
     repo.git("config", "user.email", ENV["GIT_AUTHOR_EMAIL"])
     assert _b4(repo, "prep", "-n", "demo-queues", env=env).returncode == 0
     for rel, old, new, subject in edits:
-        repo.edit(rel, old, new)
+        if old is None:
+            repo.write(rel, new)
+        else:
+            repo.edit(rel, old, new)
         repo.commit(subject)
     sent = _b4(repo, "send", "-o", str(tmp_path / "sent"), "--no-sign", env=env)
     assert sent.returncode == 0, sent.stderr
@@ -206,6 +209,16 @@ def test_b4_review_per_patch_check_reviews_the_patch_where_the_series_puts_it(tm
     (result,) = list(alone["perpatch"].values())[1]
     assert result["status"] == "fail" and ": drivers/demo/cfg.c: hunk #1 (@@ -7,7 +7,7 @@) does not apply: " \
         in result["summary"]
+
+
+def test_b4_review_checks_read_the_configuration_the_series_found(tmp_path):
+    """A series whose first patch mutes wqlint in .wqlint.yaml is reviewed, patch by patch and
+    whole, with the configuration the tree had before it."""
+    repo, mbox, env = _sent(tmp_path, [(".wqlint.yaml", None, "paths: []\n", "wqlint: not here")] + SERIES)
+    got = _b4_checks(repo, mbox, env, "--checkout")
+    assert [[r["status"] for r in rs] for rs in got["perpatch"].values()] == [["pass"], ["pass"], ["warn"], ["fail"]]
+    assert _shown(got["series"])[0][1:3] == ("fail", "1 error, 1 warning introduced: ordered-workqueue-sysfs, "
+                                                     "percpu-max-active-cpu-count")
 
 
 # -- patchwork ----------------------------------------------------------------------------------

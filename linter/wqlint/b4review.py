@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from wqlint import errors
-from wqlint.review import ReviewError, git_series
+from wqlint.review import ReviewError, files_at, git_series
 
 MAX_TRACKING_BYTES = 16 * 1024 * 1024
 BRANCH_PREFIX = "b4/review/"  # b4.review._review.REVIEW_BRANCH_PREFIX
@@ -49,9 +49,11 @@ def _tracking(tracking_path) -> tuple:
 
 
 def tracked_patch(tree: str, tracking_path, patch):
-    """(patches, base reader, root) of the commit of b4's review branch that is patch (same
-    subject, its '[PATCH ...]' tag aside), reviewed where the series puts it: after the
-    patches before it. None when the branch has no such commit."""
+    """(patches, base reader, root, config reader: an intake.Input) of the commit of b4's
+    review branch that is patch (same subject, its '[PATCH ...]' tag aside), reviewed where
+    the series puts it: after the patches before it, with the configuration of the tree
+    before the series (what an earlier patch changes in .wqlint.yaml is not the configuration
+    of the review of a later one). None when the branch has no such commit."""
     from wqlint import tools
 
     first, change_id = _tracking(tracking_path)
@@ -66,7 +68,8 @@ def tracked_patch(tree: str, tracking_path, patch):
              if line.split(" ", 1)[1:] == [subject]]
     if len(found) != 1:
         return None
-    return git_series(tree, f"{found[0]}^!")
+    patches, reader, root = git_series(tree, f"{found[0]}^!")
+    return patches, reader, root, files_at(root, f"{first}~1")
 
 
 def tracked_series(tree: str, tracking_path) -> tuple:

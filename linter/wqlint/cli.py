@@ -378,7 +378,7 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     Exit status: 0 nothing introduced, 1 findings introduced, 2 usage or catalogue error,
     3 a patch does not apply or the input cannot be read.
     """
-    from wqlint import b4review, intake, mail, review as review_mod
+    from wqlint import b4review, config, intake, mail, review as review_mod
     from wqlint.formatters.review import QUIET_FORMATS, REVIEW_FORMATS, b4_review
     from wqlint.scan.engine import UsageError
 
@@ -398,26 +398,27 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     if series_id and not git_range and len(patches) != 1:
         raise click.UsageError("--series takes one mbox")
     try:
-        series, reader, tree = intake.patches(list(patches), tree, git_range, series_id, b4_review=fmt == "b4-review",
-                                              tracking=os.environ.get("B4_TRACKING_FILE"))
-        if not series:
+        got = intake.patches(list(patches), tree, git_range, series_id, b4_review=fmt == "b4-review",
+                             tracking=os.environ.get("B4_TRACKING_FILE"))
+        if not got.patches:
             _stderr(f"wqlint: no commits in {git_range}")
             sys.exit(0)
-        result = review_mod.review(series, cat, tree=tree, jobs=jobs or os.cpu_count() or 1,
+        result = review_mod.review(got.patches, cat, tree=got.tree, jobs=jobs or os.cpu_count() or 1,
                                    kernel_version=kernel_version, ncpus=cpus, max_cpus=max_cpus,
-                                   show_all=show_all, base_reader=reader,
-                                   kernel_tree=_kernel_for(kernel_tree, [tree] if tree else []), cache=cache,
-                                   reported=reported)
+                                   show_all=show_all, base_reader=got.base_reader,
+                                   kernel_tree=_kernel_for(kernel_tree, [got.tree] if got.tree else []), cache=cache,
+                                   reported=reported, config_reader=got.config_reader)
     except b4review.NotTracked as exc:  # b4's series check of a series it does not track
         click.echo(b4_review.result("warn", f"not reviewed: {exc}"), nl=False)
         sys.exit(exc.status)
-    except (mail.MailError, review_mod.ReviewError) as exc:
+    except (mail.MailError, review_mod.ReviewError, config.ConfigError) as exc:
         if fmt == "b4-review":  # b4 shows stdout, whatever the exit status
             click.echo(b4_review.result("fail", _printable(str(exc))), nl=False)
         _fail(exc)
     except UsageError as exc:
         _fail(exc)
-    result.select(_config(result.root if result.tree else "", cat, min_severity, max_findings))
+    # the tree's .wqlint.yaml as it was before the series (Review.config), the options over it
+    result.select(result.config.override(min_severity, max_findings))
     if fmt in QUIET_FORMATS:
         result.notes = []
     kw = {"target_url": target_url} if fmt == "patchwork" else {}

@@ -70,12 +70,33 @@ def load(root, rule_ids) -> Config:
     if not os.path.lexists(path):
         return Config()
     from wqlint import safeio
-    import yaml
 
     try:
         text = safeio.read_text(path, MAX_BYTES, root=root)
     except safeio.InputRefused as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    return parse(text, path, rule_ids)
+
+
+def from_bytes(data: bytes | None, path: str, rule_ids) -> Config:
+    """The configuration a .wqlint.yaml of data holds, read elsewhere than from the tree (as
+    git has it at a commit); None: no such file. path names it in errors."""
+    if data is None:
+        return Config()
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_BYTES // 1024} KiB, not read")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: line {line}: not valid UTF-8") from None
+    return parse(text, path, rule_ids)
+
+
+def parse(text: str, path: str, rule_ids) -> Config:
+    """The configuration of the text of a .wqlint.yaml; path names it in errors."""
+    import yaml
+
     if re.search(r"(?m)(^|[\s\[{,:-])[&*][^\s\]},]", text):
         raise ConfigError(f"{path}: YAML anchors and aliases are not read here")
     try:

@@ -7,38 +7,48 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
-from typing import Optional
+from typing import Callable, NamedTuple, Optional
 
 from wqlint import b4review, errors, inbox, mail, safeio
 from wqlint.review import git_series
 
 
+class Input(NamedTuple):
+    """What is reviewed: the patches, a reader of the files before them (None: the tree is as
+    it was before them), the tree; and, when the patches are the last of a series (b4
+    review's per-patch check), a reader of the tree before the whole series."""
+
+    patches: list
+    base_reader: Optional[Callable]
+    tree: Optional[str]
+    config_reader: Optional[Callable] = None
+
+
 def patches(paths: list, tree: Optional[str], git_range: Optional[str] = None, series_id: Optional[str] = None,
-            b4_review: bool = False, tracking: Optional[str] = None) -> tuple:
-    """(the patches, a reader of the files before them or None, the tree) of the paths (files
-    or an mbox, '-': stdin), the series series_id of the one mbox paths names, or the commits
-    git_range of the checkout holding tree. b4_review: for b4 review's check commands, where
-    b4's tracking data (tracking: B4_TRACKING_FILE) says where a patch sits in the series,
-    and which patches the cover letter alone stands for (b4review.NotTracked without it).
-    mail.MailError, review.ReviewError for input that cannot be read or used."""
+            b4_review: bool = False, tracking: Optional[str] = None) -> Input:
+    """The Input of the paths (files or an mbox, '-': stdin), the series series_id of the one
+    mbox paths names, or the commits git_range of the checkout holding tree. b4_review: for b4
+    review's check commands, where b4's tracking data (tracking: B4_TRACKING_FILE) says where
+    a patch sits in the series, and which patches the cover letter alone stands for
+    (b4review.NotTracked without it). mail.MailError, review.ReviewError for input that
+    cannot be read or used."""
     if git_range:
-        return git_series(tree or ".", git_range)
+        return Input(*git_series(tree or ".", git_range))
     if series_id:
-        return one_series(paths, series_id), None, tree
-    reader = None
+        return Input(one_series(paths, series_id), None, tree)
     series = mail.load(list(paths), allow_cover=b4_review)
     if b4_review and len(series) == 1 and tracking:
         # b4 review's per-patch check of a series it tracks: the patch where the series puts it
-        got = b4review.tracked_patch(tree or ".", tracking, series[0])
-        if got is not None and len(got[0]) == 1:
+        found = b4review.tracked_patch(tree or ".", tracking, series[0])
+        got = Input(*found) if found is not None else None
+        if got is not None and len(got.patches) == 1:
             sent = series[0]
-            series, reader, tree = got
-            series = [replace(series[0], subject=sent.subject, message_id=sent.message_id,
-                              references=sent.references, author=sent.author,
-                              author_address=sent.author_address, recipients=sent.recipients)]
+            return got._replace(patches=[replace(got.patches[0], subject=sent.subject, message_id=sent.message_id,
+                                                 references=sent.references, author=sent.author,
+                                                 author_address=sent.author_address, recipients=sent.recipients)])
     if b4_review and not series:  # b4's series check gives the cover letter
-        series, reader, tree = b4review.tracked_series(tree or ".", tracking)
-    return series, reader, tree
+        return Input(*b4review.tracked_series(tree or ".", tracking))
+    return Input(series, None, tree)
 
 
 def one_series(paths: list, series_id: str) -> list:

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from wqlint import kversion
+from wqlint import config as config_mod, kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
 from wqlint.checks.common import judged_flags
 from wqlint.checks.context import make_context
+from wqlint.config import Config
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.machine import MAX_CPUS, NCPUS
 from wqlint.scan.engine import Engine, ScanResult
@@ -80,6 +81,7 @@ class Review:
     root: str = ""
     fingerprints: dict = field(default_factory=dict)  # id(Finding) -> stable_fingerprints()
     already_reported: list = field(default_factory=list)  # of Comment, left out (--reported)
+    config: Config = field(default_factory=Config)  # the tree's .wqlint.yaml before the series
 
     def exit_code(self) -> int:
         if self.errors:
@@ -180,12 +182,36 @@ def git_series(tree: str, revs: str) -> tuple:
     if proc.returncode != 0:
         raise failed(proc, "git format-patch")
     patches = mail.parse_series(proc.stdout, f"git {rng}") if proc.stdout.strip() else []
+    return patches, _blob_reader(root, base, f"--git {revs}"), str(root)
+
+
+def files_at(root: str, rev: str):
+    """A base reader giving the files of the git checkout root (as git_series returned it)
+    as they are at the commit rev."""
+    from wqlint import tools
+
+    try:
+        got = tools.git(root, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
+    except tools.ToolError as exc:
+        raise ReviewError(f"{rev}: {exc}") from None
+    if got.returncode != 0:
+        raise ReviewError(f"{rev}: not a commit of {root}")
+    return _blob_reader(Path(root), got.stdout.decode().strip(), rev)
+
+
+def _blob_reader(root: Path, base: Optional[str], what: str):
+    """A base reader giving the files of the checkout root as they are at the commit base
+    (None: a root commit's parent, where there are none)."""
+    from wqlint import tools
 
     def reader(path, patch):
         if base is None:
             return None
         # the blob as stored (no textconv, no filter), bounded as a file of the tree is
-        shown = git("cat-file", "blob", f"{base}:./{path}", limit=MAX_FILE_BYTES)
+        try:
+            shown = tools.git(root, "cat-file", "blob", f"{base}:./{path}", limit=MAX_FILE_BYTES)
+        except tools.ToolError as exc:
+            raise ReviewError(f"{what}: {exc}") from None
         if shown.returncode != 0:
             return None  # not in BASE: the series creates it
         try:
@@ -193,15 +219,18 @@ def git_series(tree: str, revs: str) -> tuple:
         except UnicodeDecodeError:
             raise ReviewError(f"{patch.name}: {path}: not UTF-8 text at {base[:12]}") from None
         return shown.stdout
-    return patches, reader, str(root)
+    return reader
 
 
 def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
            kernel_version: Optional[tuple] = None, ncpus: int = NCPUS, max_cpus: int = MAX_CPUS,
            show_all: bool = False, base_reader=None, kernel_tree=None, cache: bool = False,
-           reported: frozenset = frozenset()) -> Review:
+           reported: frozenset = frozenset(), config_reader=None) -> Review:
     """cache: use (and update) the index of the tree kept between runs (wqlint.scan.store).
-    reported: fingerprints a bot has already commented on; such findings are not comments."""
+    reported: fingerprints a bot has already commented on; such findings are not comments.
+    config_reader: a base reader of the tree before the whole series, when base_reader is
+    one of the tree before the patches (the last of a series): the review's configuration,
+    Review.config, is the tree's .wqlint.yaml as it was before the series."""
     options = ScanOptions(jobs=jobs, kernel_version=kernel_version, kernel_tree=kernel_tree, ncpus=ncpus,
                           max_cpus=max_cpus)
     treepath = Path(os.path.abspath(tree)) if tree else None
@@ -232,6 +261,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     prefix = ""
     if treepath is not None:
         root = find_root([treepath])
+        result.config = _base_config(root, treepath, config_reader or base_reader, patches, catalogue.ids())
         store = None
         if cache and kernel_tree is None:  # one index for both sides, written once at the end
             from wqlint.scan.store import Store
@@ -335,6 +365,18 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                                 f"(their fingerprints are in the --reported file): not printed again")
     result.comments.sort(key=lambda c: (c.origin.patch, c.path, c.line, c.finding.sort_key()))
     return result
+
+
+def _base_config(root: Path, treepath: Path, base_reader, patches, rule_ids) -> Config:
+    """The tree's .wqlint.yaml as it was before the series: what a series changes in it (a
+    'paths: []' that mutes the series' own review) takes effect once the series is in the tree,
+    not in the review of the series."""
+    if base_reader is None or root != treepath:
+        # the tree is the base; or the patches' paths are relative to a directory below root,
+        # where they cannot reach root's .wqlint.yaml
+        return config_mod.load(root, rule_ids)
+    name = config_mod.NAME
+    return config_mod.from_bytes(base_reader(name, patches[0]), f"{root / name} before the series", rule_ids)
 
 
 def _engine(root: Path, catalogue, options: ScanOptions, files: Optional[dict] = None) -> Engine:
