@@ -114,3 +114,36 @@ def test_a_compat_branch_the_module_chooses_by_configure_is_left_alone(tmp_path)
     got = run("scan", "--format", "json", "--kernel-version", "7.3", "--no-cache", plain)
     assert [f["line"] for f in json.loads(got.stdout)["findings"]
             if f["rule"] == "deprecated-system-workqueue"] == [39]
+
+HOSTILE_DKMS = {
+    # nested repeats: Python's re would take time exponential in each of ~1000 release names
+    "nested repeats": 'BUILD_EXCLUSIVE_KERNEL="(.*.*.*.*.*.*.*.*.*.*)*Z"\n',
+    # a pattern read under re.M from each line start: quadratic in blank lines
+    "blank lines": "\n" * 150_000 + "# the end\n",
+    "a long value": 'PACKAGE_NAME="' + " " * 200_000 + '"x\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_DKMS))
+def test_hostile_dkms_conf_costs_no_more_than_its_length(tmp_path, case):
+    from bounded import bounded
+
+    mod = tmp_path / "wqmulti"
+    shutil.copytree(MULTI, mod)
+    (mod / "dkms.conf").write_text(HOSTILE_DKMS[case] + 'PACKAGE_NAME="wqmulti"\n')
+    got = bounded(["fix", "--diff", "--target", "mainline", "--kernel-version", "7.3", mod], timeout=60)
+    assert got.returncode == 0, got.stderr
+    # nothing the pattern accepts: older kernels are assumed, the guard is written
+    assert "+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 17, 0)\n" in got.stdout
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('PACKAGE_NAME="m"\n  BUILD_EXCLUSIVE_KERNEL_MIN = "5.4" \r\n',
+     {"PACKAGE_NAME": "m", "BUILD_EXCLUSIVE_KERNEL_MIN": "5.4"}),
+    ("PACKAGE_NAME=bare name\t\n", {"PACKAGE_NAME": "bare name"}),
+    ('PACKAGE_NAME="a" # comment\nPACKAGE_NAME="a""b"\n', {}),
+    ('PACKAGE_NAME="first"\nPACKAGE_NAME="last"\nOTHER_PACKAGE_NAME="x"\n', {"PACKAGE_NAME": "last"}),
+])
+def test_dkms_fields_read_line_by_line(tmp_path, text, expected):
+    (tmp_path / "dkms.conf").write_text(text)
+    assert compat._dkms_fields(tmp_path / "dkms.conf") == expected

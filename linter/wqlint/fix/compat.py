@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Optional
 
 from wqlint import api, kversion, safeio
+from wqlint.fix import ere
 
 _TEST_RE = re.compile(r"KERNEL_VERSION\s*\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
-_DKMS_RE = re.compile(r'^\s*(BUILD_EXCLUSIVE_KERNEL(?:_MIN)?|PACKAGE_NAME)\s*=\s*"?([^"\n]*)"?\s*$', re.M)
+# one line at a time: a pattern under re.M that may start on any line is tried from each
+_DKMS_KEY = re.compile(r"[ \t]*(BUILD_EXCLUSIVE_KERNEL(?:_MIN)?|PACKAGE_NAME)[ \t]*=")
 MAX_FILES = 2000  # module files read for their version tests
 MAX_BYTES = 4 << 20  # of one file
 MAX_TOTAL = 64 << 20  # of all of them
@@ -71,7 +73,24 @@ def _dkms_fields(path: Path) -> Optional[dict]:
         text = safeio.read_text(path, 1 << 20, errors="replace")
     except safeio.InputRefused:
         return None
-    return {k: v.strip() for k, v in _DKMS_RE.findall(text)}
+    fields = {}
+    for line in text.split("\n"):
+        m = _DKMS_KEY.match(line)
+        if m:
+            value = _dkms_value(line[m.end():])
+            if value is not None:
+                fields[m.group(1)] = value
+    return fields
+
+
+def _dkms_value(rest: str) -> Optional[str]:
+    """What follows KEY= on a line of dkms.conf: the value, "quoted" or bare, or None when
+    more than blanks follow its closing quote."""
+    rest = rest.strip()
+    if rest.startswith('"'):
+        rest = rest[1:]
+    value, _, after = rest.partition('"')
+    return None if after.strip() else value.strip()
 
 
 def module_name(root: Path) -> str:
@@ -99,9 +118,9 @@ def _from_dkms(path: Path, root: Path) -> Optional[Range]:
             pass
     pattern = fields.get("BUILD_EXCLUSIVE_KERNEL")
     if pattern and len(pattern) <= MAX_PATTERN:
-        try:
-            regex = re.compile(pattern)
-        except re.error:
+        try:  # (not re: it backtracks, and a pattern of nested repeats would never end)
+            regex = ere.Pattern(pattern)
+        except ere.PatternError:
             return None
         # The lowest release the pattern accepts (bash's =~: a search), as a distribution
         # names it (6.1.0-37-amd64) or as it is released (6.1.150).
@@ -149,7 +168,7 @@ def needed(before: str, after: str, span: Range) -> list:
         word = re.compile(r"\b" + re.escape(name) + r"\b")
         if len(word.findall(after)) <= len(word.findall(before)):
             continue
-        if re.search(r"^\s*#\s*define\s+" + re.escape(name) + r"\b", before, re.M):
+        if re.search(r"^[ \t]*#[ \t]*define[ \t]+" + re.escape(name) + r"\b", before, re.M):
             continue  # the module's own compat definition
         if span.lacks(since):
             out.append(name)
@@ -162,7 +181,7 @@ def guarded(text: str, names: list) -> str:
     at = _insertion_line(lines)
     block = []
     for header in ("linux/version.h", "linux/workqueue.h"):
-        if not re.search(r"^\s*#\s*include\s*<" + re.escape(header) + ">", text, re.M):
+        if not re.search(r"^[ \t]*#[ \t]*include[ \t]*<" + re.escape(header) + ">", text, re.M):
             block.append(f"#include <{header}>\n")
     by_version: dict = {}
     for name in names:
