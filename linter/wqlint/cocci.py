@@ -159,7 +159,7 @@ def candidate_files(root: Path, targets: list) -> tuple:
         if target.is_file():
             consider(target)
         elif target.is_dir():
-            for dirpath, dirnames, filenames in os.walk(target, onerror=None):
+            for dirpath, dirnames, filenames in safeio.walk(target):
                 dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
                 for name in sorted(filenames):
                     if name.endswith(SOURCE_SUFFIXES):
@@ -306,7 +306,7 @@ def c_files(paths) -> int:
         if not os.path.isdir(p):
             count += p.endswith((".c", ".h"))
             continue
-        for _top, dirs, files in os.walk(p):
+        for _top, dirs, files in safeio.walk(p):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             count += sum(f.endswith((".c", ".h")) for f in files)
     return count

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import zlib
 
+from wqlint import safeio
+
 _ID: "str | None" = None
 
 
@@ -19,7 +21,7 @@ def code_id() -> str:
     if _ID is None:
         package = os.path.dirname(os.path.abspath(__file__))
         entries = []
-        for top, dirs, files in os.walk(package):
+        for top, dirs, files in safeio.walk(package):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
                 if name.endswith(".py"):

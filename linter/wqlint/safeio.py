@@ -6,7 +6,8 @@ tree. read_bytes() opens without blocking, accepts only a regular file, refuses 
 leads outside the tree it was given, and reads at most a bounded number of bytes (read_head():
 the first bytes of a file of any size); inflate() and parse_json() bound what a compressed or
 nested document becomes; searchable() says which paths an external tool may be handed to
-read. Every problem is an InputRefused whose str() is one line (the caller names the input).
+read; walk() lists a tree of any depth. Every problem is an InputRefused whose str() is one
+line (the caller names the input).
 Nothing else in wqlint opens a file to read it (tests/test_safeio.py holds the package to that).
 
 write_atomic() replaces a regular file (or creates one) through a temporary file in the same
@@ -224,6 +225,34 @@ def searchable(path: str | os.PathLike) -> bool:
     except (OSError, ValueError):
         return False
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def walk(top: str | os.PathLike, onerror=None, followlinks: bool = False):
+    """os.walk(top) from the top down, in its order, and the caller may prune dirs as there;
+    without recursion: Python 3.11's os.walk and Path.rglob recurse once a directory, and a
+    tree a thousand directories deep stops them with RecursionError (here it costs a list)."""
+    stack = [os.fspath(top)]
+    while stack:
+        here = stack.pop()
+        dirs: list = []
+        nondirs: list = []
+        try:
+            with os.scandir(here) as it:
+                for entry in it:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else nondirs).append(entry.name)
+        except OSError as exc:
+            if onerror is not None:
+                onerror(exc)
+            continue
+        yield here, dirs, nondirs
+        for name in reversed(dirs):
+            path = os.path.join(here, name)
+            if followlinks or not os.path.islink(path):
+                stack.append(path)
 
 
 def inflate(data: bytes, limit: int) -> bytes:

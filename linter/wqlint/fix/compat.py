@@ -138,7 +138,9 @@ def _lowest_test(root: Path) -> Optional[tuple]:
     """The lowest version the module's files compare LINUX_VERSION_CODE with."""
     lowest = None
     count = total = 0
-    for path in sorted(root.rglob("*.[ch]")):
+    # (not rglob: in Python 3.11 it recurses once a directory, and a deep tree stops it)
+    found = (Path(top, n) for top, dirs, files in safeio.walk(root) for n in dirs + files)
+    for path in sorted(p for p in found if p.name.endswith((".c", ".h"))):
         count += 1
         if count > MAX_FILES or total > MAX_TOTAL:
             break

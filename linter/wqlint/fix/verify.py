@@ -204,7 +204,8 @@ class Kconfig:
         self.depends: dict = {}
         self.prompt: set = set()
         self.selected_by: dict = {}
-        for path in tree.rglob("Kconfig*"):
+        found = (Path(top, n) for top, dirs, files in safeio.walk(tree) for n in dirs + files)
+        for path in (p for p in found if p.name.startswith("Kconfig")):  # (rglob recurses)
             rel = path.relative_to(tree).parts
             if rel[0] == "arch" and rel[1:2] not in (("x86",), ("Kconfig",)):
                 continue

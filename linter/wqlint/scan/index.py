@@ -57,7 +57,7 @@ class TreeFiles:
         base = self.root / reldir if reldir else self.root
         if recursive:
             got: list[str] = []
-            for dirpath, dirs, names in os.walk(base):
+            for dirpath, dirs, names in safeio.walk(base):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 got.extend(_joined(relpath(Path(dirpath), self.root), n) for n in sorted(names)
                            if n.endswith((".c", ".h")))
@@ -619,9 +619,9 @@ class TreeIndex:
         for unit in units:
             paths: Iterator[Path]
             if os.path.isdir(unit):
-                paths = (Path(d, n) for d, dirs, names in os.walk(unit)
+                paths = (Path(d, n) for d, dirs, names in safeio.walk(unit)
                          if not dirs.sort() for n in sorted(names))
-            else:  # a file unit: os.walk() of a file yields nothing
+            else:  # a file unit: a walk of a file yields nothing
                 paths = iter([Path(unit)])
             for path in paths:
                 if not path.name.endswith((".c", ".h")):

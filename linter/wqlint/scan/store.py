@@ -194,36 +194,44 @@ def walk(root: Path, hidden: Optional[list] = None, stamps: bool = True) -> tupl
     out: dict = {}
     whole = True
 
-    def visit(path: str, rel: str) -> None:
+    def listing(path: str) -> list:
         nonlocal whole
         try:
-            it = os.scandir(path)
+            with os.scandir(path) as it:
+                return list(it)
         except OSError:
             whole = False
-            return
-        with it:
-            for entry in it:
-                name = entry.name
-                if name.startswith("."):
-                    if hidden is not None and name != ".git":
-                        try:
-                            if entry.is_dir():
-                                hidden.append(rel + name)
-                        except OSError:
-                            pass
-                    continue
+            return []
+
+    # A directory's entries in order, a subdirectory's before the rest of its parent's: a
+    # stack of the directories being listed, not of calls (a tree may be thousands deep).
+    stack = [(iter(listing(str(root))), "")]
+    while stack:
+        entry = next(stack[-1][0], None)
+        if entry is None:
+            stack.pop()
+            continue
+        rel = stack[-1][1]
+        name = entry.name
+        if name.startswith("."):
+            if hidden is not None and name != ".git":
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        visit(entry.path, rel + name + "/")
-                    elif name.endswith((".c", ".h")) and entry.is_file(follow_symlinks=False):
-                        if not stamps:
-                            out[rel + name] = None
-                            continue
-                        st = entry.stat(follow_symlinks=False)
-                        out[rel + name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    if entry.is_dir():
+                        hidden.append(rel + name)
                 except OSError:
-                    whole = False
-    visit(str(root), "")
+                    pass
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((iter(listing(entry.path)), rel + name + "/"))
+            elif name.endswith((".c", ".h")) and entry.is_file(follow_symlinks=False):
+                if not stamps:
+                    out[rel + name] = None
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                out[rel + name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            whole = False
     return out, whole
 
 

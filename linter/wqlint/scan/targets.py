@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from wqlint import errors
+from wqlint import errors, safeio
 from wqlint.finding import InputError
 from wqlint.scan.kerneltop import kernel_top
 from wqlint.scan.nearness import related
@@ -98,7 +98,7 @@ def followed_links(paths: list) -> tuple:
     while queue and seen < MAX_LINKS:
         top = queue.pop(0)
         package = Path(os.path.realpath(package_of(top)))
-        for dirpath, dirs, files in os.walk(top):
+        for dirpath, dirs, files in safeio.walk(top):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in dirs + sorted(f for f in files if f.endswith((".c", ".h"))):
                 link = Path(dirpath, name)
