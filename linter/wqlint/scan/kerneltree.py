@@ -88,7 +88,7 @@ def _other_roots(path: Path) -> list:
     except safeio.InputRefused:
         makefile = ""
     # The Makefile of an O= directory or of Debian's flavour headers includes the real one.
-    for m in re.finditer(r"^\s*-?include\s+(\S+)/Makefile\s*$", makefile, re.M):
+    for m in re.finditer(r"^[^\S\n]*-?include\s+(\S+)/Makefile\s*$", makefile, re.M):
         candidate = Path(m.group(1)) if os.path.isabs(m.group(1)) else path / m.group(1)
         if (candidate / "Makefile").is_file():
             out.append(candidate.resolve())

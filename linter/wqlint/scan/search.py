@@ -71,20 +71,23 @@ def defines(token: str, content: bytes) -> bool:
     """May this line define token (definition_regex for that name alone)?"""
     rx = _DEFINES.get(token)
     if rx is None:
-        rx = _DEFINES[token] = re.compile(definition_regex([token]).encode())
+        rx = _DEFINES[token] = re.compile(definition_regex([token], python=True).encode())
     return rx.search(content) is not None
 
 
-def definition_regex(tokens: list, start: str = "^") -> str:
+def definition_regex(tokens: list, start: str = "^", python: bool = False) -> str:
     """One extended regex (GNU grep -E, ripgrep, Python) for lines that may define a token;
-    start: what a line's start is (LINE_START for the records of a search's output)."""
+    start: what a line's start is (LINE_START for the records of a search's output). python:
+    for Python's re, which backtracks: a module_param line is looked at from its first
+    `module_param` only (a lookahead does not give back what it took), not from each."""
     t = "(" + "|".join(re.escape(x) for x in tokens) + ")"
+    param = r"^(?=(?P<param>.*?module_param))(?P=param)" if python else "module_param"
     return "|".join([
         start + r"\s*#\s*define\s+" + t + r"\b",          # macro
         start + r"[A-Za-z_].*\b" + t + r"\s*\(",             # function header (or prototype)
         start + r"\s*" + t + r"\s*(=|,|$|/\*)",             # enumerator
-        r"\b" + t + r"\s*(\[[^]]*\])?\s*[|+]?=[^=]",  # assignment or initialised declaration
-        r"module_param.*\b" + t + r"\b",           # module parameter
+        r"\b" + t + r"\s*(\[[^]]*\]\s*)?[|+]?=[^=]",  # assignment or initialised declaration
+        param + r".*\b" + t + r"\b",           # module parameter
         start + r"\s*(typedef\s+)?(struct|union)\s+" + t + r"\s*(\{|$)",  # struct definition
         start + r"\s*\}\s*" + t + r"\s*;",                   # end of a typedef'd struct
     ])

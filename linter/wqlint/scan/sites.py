@@ -8,6 +8,7 @@ max_active. The site then moves to each call of the wrapper, where the parameter
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from pathlib import Path
@@ -306,7 +307,7 @@ def _is_declaration(chunk, sink, line) -> bool:
     # A prototype or a definition: its first parameter starts with a type.
     return bool(re.search(r"^\s*(extern\s+)?(struct\s+workqueue_struct\s*\*\s*)?" + sink
                           + r"\s*\(\s*(const|struct|unsigned|int|char|void)\b", text)
-                or re.search(r"\*\s*\n?\s*" + sink + r"\s*\(", text) and "const char" in text)
+                or re.search(r"\*\s*" + sink + r"\s*\(", text) and "const char" in text)
 
 
 def _forwards(cargs, cscope: Scope, mine) -> bool:
@@ -320,7 +321,35 @@ def _forwards(cargs, cscope: Scope, mine) -> bool:
     return False
 
 
-_HEADER_RE = re.compile(rb"(?m)^(?:#\s*define\s+([A-Za-z_]\w*)|[A-Za-z_][^;{}=#]*?\b([A-Za-z_]\w*)\s*\()")
+_DEFINE_AT = re.compile(rb"#\s*define\s+([A-Za-z_]\w*)")
+_CALL_AT = re.compile(rb"(?<!\w)([A-Za-z_]\w*)\s*\(")
+_STOP = re.compile(rb"[;{}=#]")
+
+
+def _last_header(text: bytes) -> bytes:
+    r"""The name in the last match of (?m)^(?:#\s*define\s+(NAME)|[A-Za-z_][^;{}=#]*?\b(NAME)\s*\()
+    in text, b'' for none, found in time linear in text: that pattern itself, tried from each
+    line start, reads on to the next ;{}=# from each (quadratic in lines that have none). A
+    line that starts a word matches up to the first `word(` after it before a ;{}=#."""
+    calls = [(m.start(), m.end(), m.group(1)) for m in _CALL_AT.finditer(text)]
+    starts = [c[0] for c in calls]
+    stops = [m.start() for m in _STOP.finditer(text)]
+    name, pos, size = b"", 0, len(text)
+    while pos < size:
+        line = pos if pos == 0 or text[pos - 1] == 10 else text.find(b"\n", pos) + 1
+        if line == 0 < pos or line >= size:
+            break
+        first = text[line:line + 1]
+        pos = line + 1
+        if first == b"#":
+            m = _DEFINE_AT.match(text, line)
+            if m:
+                name, pos = m.group(1), m.end()
+        elif first.isalpha() or first == b"_":
+            k, j = bisect.bisect_right(starts, line), bisect.bisect_right(stops, line)
+            if k < len(calls) and calls[k][0] < (stops[j] if j < len(stops) else size):
+                name, pos = calls[k][2], calls[k][1]
+    return name
 
 
 def _enclosing_name(path: Path, line_text: bytes) -> str:
@@ -334,10 +363,7 @@ def _enclosing_name(path: Path, line_text: bytes) -> str:
     if at < 0:
         return ""
     start = data.rfind(b"\n}", 0, at) + 1
-    name = ""
-    for m in _HEADER_RE.finditer(data, start, at):
-        name = (m.group(1) or m.group(2)).decode("ascii", "replace")
-    return name
+    return _last_header(data[start:at]).decode("ascii", "replace")
 
 
 def _arg_text(args, i, spread) -> str:

@@ -469,7 +469,7 @@ class Store:
                     continue
                 rx = regexes.get(token)
                 if rx is None:
-                    rx = regexes[token] = re.compile(definition_regex([token]).encode())
+                    rx = regexes[token] = re.compile(definition_regex([token], python=True).encode())
                 if rx.search(content):
                     new_found.setdefault(("def", token), []).append((rel, lineno))
                     here = True

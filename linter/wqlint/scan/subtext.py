@@ -24,7 +24,7 @@ from wqlint.scan.search import IDENT_RE, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, Sear
 # A line that may start a function's definition (its name before the parameters, at column
 # 0), and `.member = function,` (a member initialised to a function).
 HEADER = r"^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\("
-INIT = r"^\s*\.\s*([A-Za-z_]\w*)\s*=\s*&?\s*([A-Za-z_]\w*)\s*,?\s*$"
+INIT = r"^\s*\.\s*([A-Za-z_]\w*)\s*=\s*(?:&\s*)?([A-Za-z_]\w*)\s*(?:,\s*)?$"
 # HEADER where the words before the name do not start with `static`: the functions other
 # files can call (a header whose type is on the line before is kept: its file says more).
 EXTERN_HEADER = (r"^(?:(?:[A-Za-rt-z_]|s(?:[^t\W]|t(?:[^a\W]|a(?:[^t\W]|t(?:[^i\W]|i(?:[^c\W]|c\w))))))"
@@ -219,7 +219,7 @@ class SubsystemText:
             return []
 
 
-_RECORD_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([^\n]*)\n")
+_RECORD_RE = re.compile(rb"(?m)^([^\0\n]*)\0([0-9]+):([^\n]*)\n")
 
 
 def _heads(out: bytes, heads: dict, kept: set, together: bool = False) -> None:
@@ -250,10 +250,10 @@ def _heads(out: bytes, heads: dict, kept: set, together: bool = False) -> None:
 # function (the word before the line's first '('). The initialiser first: a line that starts
 # with a '.' is told at its first characters, where the header's words would be tried to the
 # end of the line and back.
-_HEAD_CONTENT = (rb"(?:[^\S\n]*\.[^\S\n]*([A-Za-z_]\w*)[^\S\n]*=[^\S\n]*&?[^\S\n]*([A-Za-z_]\w*)"
+_HEAD_CONTENT = (rb"(?:[^\S\n]*\.[^\S\n]*([A-Za-z_]\w*)[^\S\n]*=[^\S\n]*(?:&[^\S\n]*)?([A-Za-z_]\w*)"
                  rb"|((?:[^\n(]*[\t\x0b\x0c\r *])?)([A-Za-z_]\w*)[^\S\n]*\()[^\n]*\n")
 _HEAD_CONTENT_RE = re.compile(_HEAD_CONTENT)
-_HEAD_PARTS_RE = re.compile(rb"([^\0\n]*)\0([0-9]+):([0-9]+):" + _HEAD_CONTENT)
+_HEAD_PARTS_RE = re.compile(rb"(?m)^([^\0\n]*)\0([0-9]+):([0-9]+):" + _HEAD_CONTENT)
 
 
 class _NotOneLine(Exception):

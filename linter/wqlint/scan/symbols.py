@@ -61,7 +61,7 @@ class Symbols:
         nb = re.escape(name.encode())
         define = define_re(name)
         enum_re = re.compile(rb"^\s*" + nb + rb"\s*(=|,|$|/\*)")
-        assign_re = re.compile(rb"(?<![.>\w])" + nb + rb"\s*(\[[^\]]*\])?\s*(=(?!=)|\|=|\+=)")
+        assign_re = re.compile(rb"(?<![.>\w])" + nb + rb"\s*(?:(\[[^\]]*\])\s*)?(=(?!=)|\|=|\+=)")
         param_re = re.compile(rb"\bmodule_param(_named)?\s*\(\s*(" + nb + rb"\s*,|\w+\s*,\s*" + nb + rb"\s*,)")
         defines, enums, assigns, tunable = [], [], [], None
         for rel, line, text in cands:

@@ -104,10 +104,10 @@ class TreeApi:
         if header is None:
             return
         text = header.data.decode("utf-8", "replace").replace("\\\n", " ")
-        for m in re.finditer(r"^\s*#\s*define\s+(\w+)\(.*$", text, re.M):
+        for m in re.finditer(r"^[^\S\n]*#\s*define\s+(\w+)\(.*$", text, re.M):
             if any(re.search(r"\b" + sink + r"\s*\(", m.group(0)) for sink in api.SINKS):
                 self.index.occurrences(m.group(1))
-        for m in re.finditer(r"^\s*(_*WQ_\w+)\s*=", text, re.M):
+        for m in re.finditer(r"^[^\S\n]*(_*WQ_\w+)\s*=", text, re.M):
             self.index.occurrences(m.group(1), defs=True, near=self.header)
 
     def bits(self, near: Optional[str] = None) -> FlagBits:
@@ -140,7 +140,7 @@ class TreeApi:
         else:
             known = rel in self.index.files or rel in self.index.preloaded or (self.index.root / rel).is_file()
         src = self.index.source(rel) if known else None
-        m = re.search(rb"^\s*WQ_NAME_LEN\s*=\s*(\d+)\s*,", src.data, re.M) if src is not None else None
+        m = re.search(rb"^[^\S\n]*WQ_NAME_LEN\s*=\s*(\d+)\s*,", src.data, re.M) if src is not None else None
         if src is None or m is None:
             return api.wq_name_len(self.version), api.name_truncation_warns(self.version), None
         line = src.data.count(b"\n", 0, m.start(1)) + 1

@@ -686,6 +686,6 @@ def _names_key(text: str, key: Key, declares: bool) -> bool:
     """Does an argument's text name key (its last member, or a variable)?"""
     text = text.strip().lstrip("&").strip()
     if declares or key.kind == "var":
-        return key.kind == "var" and re.sub(r"\s*\[[^\]]*\]$", "", text.strip("() ")) == key.name
+        return key.kind == "var" and re.sub(r"(?<!\s)\s*\[[^\]]*\]$", "", text.strip("() ")) == key.name
     m = re.search(r"(?:->|\.)\s*(\w+)\s*(?:\[[^\]]*\]\s*)?(?:\.\s*work\s*)?\)?$", text)
     return m is not None and m.group(1) == key.name
