@@ -383,7 +383,7 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
     from wqlint.scan.engine import UsageError
 
     _check_output(output)
-    if target_url and (fmt != "patchwork" or not re.match(r"https?://[^\s/]+\S*$", target_url)):
+    if target_url and (fmt != "patchwork" or not re.match(r"https?://[^\s/]+(?:/\S*)?$", target_url)):
         raise click.BadParameter("an http(s) URL, with --format patchwork", param_hint="--target-url")
     cat = _load_catalogue(rules_path)
     if bool(patches) == bool(git_range):

@@ -44,7 +44,7 @@ class TreeFacts:
 def tree_facts(api_header_text: str) -> TreeFacts:
     text = api_header_text.replace("\\\n", " ")
     legacy = {}
-    for m in re.finditer(r"^\s*#\s*define\s+(create_\w*workqueue)\s*\(\s*(\w+)\s*\)\s*(\w+)\s*\((.*)\)\s*$",
+    for m in re.finditer(r"^[^\S\n]*#\s*define\s+(create_\w*workqueue)\s*\(\s*(\w+)\s*\)\s*(\w+)\s*\((.*)\)\s*$",
                          text, re.M):
         name, param, callee, body = m.groups()
         args = [a.strip() for a in layout.split_top(body, ",")]

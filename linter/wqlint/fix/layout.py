@@ -122,7 +122,7 @@ def normalize(text: str) -> str:
     return "".join(out)
 
 
-_TOKEN = re.compile(r"""\n[ \t]*|[ \t]+|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|/\*.*?\*/|//[^\n]*"""
+_TOKEN = re.compile(r"""\n[ \t]*|[ \t]+|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|/\*.*?(?:\*/|\Z)|//[^\n]*"""
                     r"|\w+|\\\n|.", re.S)
 
 
@@ -262,7 +262,7 @@ def fill_operands(text: str, start_col: int, align_col: int, limit: int = FILL) 
     return "\n".join(lines)
 
 
-_CALL_LINE = re.compile(r"^[ \t]*(?:(?:if|while|for|switch)\s*|(?:[\w\s*]+\s)?\w+\s*|\(\s*\*\s*\w+\)\s*"
+_CALL_LINE = re.compile(r"^[ \t]*(?:(?:if|while|for|switch)\s*|(?:[\w*]+\s+)*\w+\s*|\(\s*\*\s*\w+\)\s*"
                         r"|(?:\*\s*)*[\w.\->\[\]]+\s*=\s*\w+\s*)\(.*(?:&&|\|\||,)\s*$")
 
 

@@ -248,7 +248,7 @@ def parse_get_maintainer(output: str) -> list:
 
 
 # A key of get_maintainer.pl's GetOptions(): 'name!', 'k|keywords!', 'pattern-depth=i'.
-_OPTION_KEY = re.compile(r"""^\s*'([\w|-]+)[!=:+]?[^']*'\s*=>""", re.M)
+_OPTION_KEY = re.compile(r"""^[^\S\n]*'([\w|-]+)(?:[^\w|'-][^']*)?'\s*=>""", re.M)
 
 
 def supported_args(script: str) -> tuple:

@@ -136,14 +136,14 @@ def _kbuild_text(directory: Path) -> str:
             pass
     text = text.replace("\\\n", " ")
     values: dict = {}
-    for m in re.finditer(r"^\s*([A-Za-z_][\w-]*)\s*(?:[+:?]?=)\s*(.*)$", text, re.M):
+    for m in re.finditer(r"^[^\S\n]*([A-Za-z_][\w-]*)\s*(?:[+:?]?=)\s*(.*)$", text, re.M):
         values.setdefault(m.group(1), []).append(m.group(2))
     for _ in range(3):  # variables made of variables
         text = re.sub(r"\$\(([A-Za-z_][\w-]*)\)", lambda m: " ".join(values.get(m.group(1), [m.group(0)])), text)
     return text
 
 
-_RULE = re.compile(r"^\s*([\w-]+?)-(\$\(CONFIG_(\w+)\)|y|m|objs)\s*[+:]?=\s*(.*)$", re.M)
+_RULE = re.compile(r"^[^\S\n]*([\w-]+?)-(\$\(CONFIG_(\w+)\)|y|m|objs)\s*[+:]?=\s*(.*)$", re.M)
 
 
 def _options_of(directory: Path, target: str, depth: int = 0):
@@ -213,14 +213,14 @@ class Kconfig:
                 text = safeio.read_text(path, MAX_KBUILD_BYTES, errors="replace")
             except safeio.InputRefused:
                 continue
-            for m in re.finditer(r"^(?:menu)?config\s+(\w+)[ \t]*\n((?:(?:[ \t]+.*)?\n)*)", text, re.M):
+            for m in re.finditer(r"^(?:menu)?config\s+(\w+)[ \t]*\n((?:(?:[ \t].*)?\n)*)", text, re.M):
                 name, body = m.group(1), m.group(2)
-                for dep in re.findall(r"^\s+depends on\s+(.*)$", body, re.M):
-                    dep = re.sub(r"!\s*\(?\s*\w+", " ", dep)
+                for dep in re.findall(r"^[^\S\n]+depends on\s+(.*)$", body, re.M):
+                    dep = re.sub(r"!\s*(?:\(\s*)?\w+", " ", dep)
                     self.depends.setdefault(name, set()).update(re.findall(r"\b([A-Z][A-Z0-9_]+)\b", dep))
-                if re.search(r'^\s+(?:bool|tristate|prompt)\s+"', body, re.M):
+                if re.search(r'^[^\S\n]+(?:bool|tristate|prompt)\s+"', body, re.M):
                     self.prompt.add(name)
-                for sel in re.findall(r"^\s+select\s+(\w+)", body, re.M):
+                for sel in re.findall(r"^[^\S\n]+select\s+(\w+)", body, re.M):
                     self.selected_by.setdefault(sel, []).append(name)
 
     def enablers(self, option: str) -> set:

@@ -125,7 +125,7 @@ def first_name(display: str) -> str:
     """The first name to greet in a display name, '' when it names no person: "'Jane Doe'
     via linux-demo" and "Doe, Jane" are Jane; a single word (a handle, a team), an address, a
     word that is not capitalised letters (a bot) give ''."""
-    name = re.sub(r"\s+via\s+\S.*$", "", display.strip(), flags=re.I).strip().strip("'\"").strip()
+    name = re.sub(r"(?<!\s)\s+via\s+\S.*$", "", display.strip(), flags=re.I).strip().strip("'\"").strip()
     if name.count(",") == 1:
         last, first = name.split(",")
         name = f"{first.strip()} {last.strip()}"
