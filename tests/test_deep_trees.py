@@ -88,3 +88,21 @@ def test_a_walk_has_no_depth_limit(deep, tmp_path):
     assert sum(len(files) for _, _, files in safeio.walk(tmp_path)) == 1
     rel = bottom.relative_to(tmp_path).as_posix() + "/deep.c"
     assert list(store.walk(tmp_path, stamps=False)[0]) == [rel]
+
+
+def test_bulk_verify_copies_and_removes_a_deep_tree(deep, tmp_path):
+    """The scratch copy bulk --verify makes when `cp -al` cannot (another file system), and
+    its removal, which opens no more than two directories at a time."""
+    from wqlint.fix import verify
+
+    src = tmp_path / "src"
+    src.mkdir()
+    deep(src)
+    (src / "link").symlink_to("d")
+    out = tmp_path / "out"
+    out.mkdir()
+    verify._copy_tree(src, out / "tree")
+    assert (out / "tree" / "link").is_symlink()
+    assert [files for _, _, files in safeio.walk(out / "tree") if files] == [["deep.c"]]
+    safeio.remove_tree(out, "tree")
+    assert not (out / "tree").exists()

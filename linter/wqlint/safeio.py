@@ -589,8 +589,6 @@ def remove_tree(base: str | os.PathLike, rel: str) -> None:
     No symbolic link is followed, on the way to it (OutputRefused names one) or inside it
     (each directory is opened and emptied through file descriptors, so a link swapped in
     while it is removed leads nowhere either). Nothing there: nothing to do."""
-    import shutil
-
     parts = tuple(rel.split("/"))
     try:
         parent = _walk_dirs(base, parts[:-1], create=False)
@@ -605,6 +603,47 @@ def remove_tree(base: str | os.PathLike, rel: str) -> None:
             raise OutputRefused(f"{rel} is a symbolic link, not followed")
         if not stat.S_ISDIR(st.st_mode):
             raise OutputRefused(f"{rel} is not a directory, not removed")
-        shutil.rmtree(parts[-1], dir_fd=parent)  # type: ignore[call-arg]  # (3.11's typeshed lacks it)
+        _remove_at(parent, parts[-1])
     finally:
         os.close(parent)
+
+
+def _remove_at(parent: int, name: str) -> None:
+    """shutil.rmtree(name, dir_fd=parent) without recursion (3.11's recurses once a directory)
+    and with two descriptors open at most, whatever the depth: a directory is emptied down to
+    its first subdirectory, which is entered and emptied in turn; an empty one is left through
+    `..`, checked to be the directory it entered from (else OutputRefused: it was moved)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, dir_fd=parent)
+    path = [(os.fstat(fd), name)]  # the directories from name down to fd's, and their names
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        sub = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                inner = os.open(sub, flags, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+                path.append((os.fstat(fd), sub))
+                continue
+            gone = path.pop()[1]
+            if not path:
+                os.close(fd)
+                fd = -1
+                os.rmdir(name, dir_fd=parent)
+                return
+            up = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            st, expected = os.fstat(fd), path[-1][0]
+            if (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
+                raise OutputRefused(f"{gone}: moved while it was removed; not removed")
+            os.rmdir(gone, dir_fd=fd)
+    finally:
+        if fd >= 0:
+            os.close(fd)

@@ -90,8 +90,27 @@ def scratch_copy(root: Path, dest: Path, base: Optional[Path] = None) -> Path:
     got = _run(["cp", "-al", str(root), str(dest)], what="cp -al")
     if got.returncode != 0:  # another file system: a real copy
         safeio.remove_tree(base, rel)
-        shutil.copytree(root, dest, symlinks=True)
+        _copy_tree(root, dest)
     return dest
+
+
+def _copy_tree(root: Path, dest: Path) -> None:
+    """shutil.copytree(root, dest, symlinks=True) without its recursion (a tree may be
+    thousands of directories deep): links copied as links, files with copy2, directories'
+    modes and times set once their contents are in."""
+    made = []
+    for top, dirs, files in safeio.walk(root):
+        here = Path(dest, os.path.relpath(top, root))
+        here.mkdir(exist_ok=False)
+        made.append((top, here))
+        for name in dirs + files:
+            src = os.path.join(top, name)
+            if os.path.islink(src):
+                os.symlink(os.readlink(src), here / name)
+            elif name in files:
+                shutil.copy2(src, here / name)
+    for top, here in reversed(made):
+        shutil.copystat(top, here)
 
 
 def apply_series(tree: Path, patches: list) -> int:
