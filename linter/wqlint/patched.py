@@ -1,12 +1,19 @@
 """The tree as a patch series leaves it, in memory: each file's lines after the series, each
 added line with the patch and hunk that added it (Origin). Hunks apply with exact context,
 offsets allowed, no fuzz; nothing from a patch is executed and the tree is never written.
-Without a tree (reduced mode) only what the hunks show is known."""
+Without a tree (reduced mode) only what the hunks show is known.
+
+The work is bounded by the input: a file's lines are kept as their texts and two arrays of
+numbers (a few bytes a line, not an object), in a gap buffer, so that a hunk costs its own
+lines and the distance from the hunk before it; a hunk that is not where its header says is
+looked for at ever wider distances around that place, so finding it costs the distance to
+where it matches (at worst the file), once per hunk."""
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from array import array
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -28,17 +35,138 @@ class Origin:
     line: int  # index into Hunk.lines
 
 
-@dataclass
-class _Line:
-    text: Optional[str]  # None: a line of the base no hunk has shown (reduced mode)
-    base: Optional[int]  # 1-based line in the file before the series; None for added lines
-    origin: Optional[Origin] = None
-    after_removed: Optional[Origin] = None  # a kept line right after lines a hunk removed
+def _column(values=()) -> array:
+    return array("i", values)
+
+
+class _Lines:
+    """A file's lines as columns: the text; the hunk that changed the line (an index into
+    PatchedTree.hunks; -1: none) and the line of that hunk: for an added line the hunk that
+    added it and its line (>= 0), for a kept line the last hunk that removed lines right before
+    it and -1 - its line. In reduced mode (numbered) also the line in the file before the
+    series (1-based; 0: added), for the lines whose text is None: a line no hunk has shown.
+
+    A gap buffer: the lines before the gap in order (left), those after it in reverse order
+    (right), so that replacing lines at the gap costs only them, and moving the gap the
+    distance moved."""
+
+    def __init__(self, columns: list):
+        self.left: list = columns
+        self.right: list = [[]] + [_column() for _ in columns[1:]]
+
+    @classmethod
+    def of_base(cls, texts: list, numbered: bool = False) -> _Lines:
+        """The lines of a file before the series."""
+        n = len(texts)
+        return cls([texts, _column([-1]) * n, _column([0]) * n] + ([_column(range(1, n + 1))] if numbered else []))
+
+    def __len__(self) -> int:
+        return len(self.left[0]) + len(self.right[0])
+
+    def move(self, to: int) -> None:
+        """Put the gap before line to (0-based)."""
+        gap = len(self.left[0])
+        if to < gap:
+            for left, right in zip(self.left, self.right):
+                right.extend(left[to:][::-1])
+                del left[to:]
+        elif to > gap:
+            keep = len(self.right[0]) - (to - gap)
+            for left, right in zip(self.left, self.right):
+                left.extend(right[keep:][::-1])
+                del right[keep:]
+
+    def columns(self) -> list:
+        """The columns of the whole file, in order (the gap moved to its end)."""
+        self.move(len(self))
+        return self.left
+
+    def texts(self, pos: int, n: int) -> list:
+        """The texts of lines pos..pos+n-1 (all inside the file)."""
+        texts, gap = self.left[0], len(self.left[0])
+        out = texts[pos:min(pos + n, gap)] if pos < gap else []
+        if pos + n > gap:
+            after, r = self.right[0], len(self.right[0])
+            seg = after[r - (pos + n - gap):r - (max(pos, gap) - gap)]
+            seg.reverse()
+            out += seg
+        return out
+
+    def find(self, text: str, lo: int, hi: int) -> list:
+        """The lines in lo..hi-1 whose text is text, in order (searched at C speed)."""
+        texts, gap = self.left[0], len(self.left[0])
+        out = _indexes(texts, text, lo, min(hi, gap))
+        if hi > gap:
+            after, r = self.right[0], len(self.right[0])
+            found = _indexes(after, text, r - (hi - gap), r - (max(lo, gap) - gap))
+            out += [gap + r - 1 - i for i in reversed(found)]
+        return out
+
+    def take(self, n: int) -> list:
+        """Remove the n lines after the gap; their columns, in order."""
+        keep = len(self.right[0]) - n
+        out = []
+        for right in self.right:
+            got = right[keep:]
+            got.reverse()
+            del right[keep:]
+            out.append(got)
+        return out
+
+    def put(self, columns: list) -> None:
+        """Insert lines at the gap, before it."""
+        for left, new in zip(self.left, columns):
+            left.extend(new)
+
+    def copy(self) -> _Lines:
+        """A copy whose lines keep the hunk that added them, not the one that removed lines
+        before them (git copies the file, not what a patch did to it)."""
+        texts, who, at, *numbered = self.columns()
+        added = [w >= 0 and a >= 0 for w, a in zip(who, at)]
+        return _Lines([list(texts), _column([w if a else -1 for w, a in zip(who, added)]),
+                       _column([n if a else 0 for n, a in zip(at, added)])] + [array("i", c) for c in numbered])
+
+
+def _indexes(seq, value, lo: int, hi: int) -> list:
+    """The indexes in lo..hi-1 of seq's items equal to value, found by seq.index."""
+    out = []
+    while lo < hi:
+        try:
+            lo = seq.index(value, lo, hi)
+        except ValueError:
+            break
+        out.append(lo)
+        lo += 1
+    return out
+
+
+def _place(lines: _Lines, old: list, want: int) -> Optional[int]:
+    """Where a hunk whose old side is old applies in a file whose every line is known: of the
+    places where it matches, the nearest to want, the earlier of two as near (the order of
+    the file's own positions sorted by distance, not every distance up to a line number the
+    patch may have made up: @@ -100000000 @@). Looked for at ever wider distances around want,
+    each line found by its text first: the cost is the distance to the match."""
+    n = len(old)
+    span = len(lines) - n  # the last position where it fits
+    if span < 0:
+        return None
+    if n == 0:
+        return min(max(want, 0), span)
+    near, far = 0, 64  # the distances looked at: near..far-1
+    while True:
+        below = lines.find(old[0], max(want - far + 1, 0), min(want - max(near, 1), span) + 1)
+        above = lines.find(old[0], max(want + near, 0), min(want + far - 1, span) + 1)
+        for pos in sorted(below + above, key=lambda p: (abs(p - want), p > want)):
+            if lines.texts(pos, n) == old:
+                return pos
+        if want - far + 1 <= 0 and want + far - 1 >= span:
+            return None
+        near, far = far, far * 2
 
 
 @dataclass
 class _File:
-    lines: list
+    lines: _Lines
     exists: bool
     eol: bool = True  # ends with a newline
     sparse: bool = False  # reduced mode: only what the hunks show is known
@@ -49,9 +177,30 @@ class _File:
 
     def ensure(self, upto: int) -> None:
         """Reduced mode: unknown base lines up to index upto (exclusive) exist."""
-        while self.sparse and len(self.lines) < upto:
-            self.lines.append(_Line(None, self.next_base))
-            self.next_base += 1
+        if self.sparse and len(self.lines) < upto:
+            n = upto - len(self.lines)
+            self.lines.move(len(self.lines))
+            self.lines.put([[None] * n, _column([-1]) * n, _column([0]) * n,
+                            _column(range(self.next_base, self.next_base + n))])
+            self.next_base += n
+
+    def copy(self, **changes) -> _File:
+        return replace(self, lines=self.lines.copy(), base_text=dict(self.base_text), **changes)
+
+
+class Changed:
+    """The lines of a file the series changed (added, or kept right after lines it removed):
+    line (1-based) -> Origin, made when asked for from the file's columns."""
+
+    def __init__(self, who: array, at: array, hunks: list):
+        self._who, self._at, self._hunks = who, at, hunks
+
+    def get(self, line: int, default: Optional[Origin] = None) -> Optional[Origin]:
+        if not 1 <= line <= len(self._who) or self._who[line - 1] < 0:
+            return default
+        patch, fdiff, hunk = self._hunks[self._who[line - 1]]
+        at = self._at[line - 1]
+        return Origin(patch, fdiff, hunk, at if at >= 0 else -1 - at)
 
 
 class PatchedTree:
@@ -62,37 +211,37 @@ class PatchedTree:
         self.reader = reader  # path, patch -> bytes or None; default: the tree's file
         self.files: dict = {}  # path -> _File
         self.renames: dict = {}  # path before the series -> path after it
+        self._renamed: dict = {}  # path after the renames so far -> the paths before them
+        self.hunks: list = []  # (patch number, file diff, hunk) of the hunks applied
 
     def get(self, path: str, patch) -> _File:
         got = self.files.get(path)
         if got is not None:
             return got
         if self.tree is None:
-            got = _File([], exists=True, sparse=True)
+            got = _File(_Lines.of_base([], numbered=True), exists=True, sparse=True)
         else:
             data = self.reader(path, patch) if self.reader else _read_tree_file(self.tree, path, patch)
             if data is None:
-                got = _File([], exists=False, base_exists=False)
+                got = _File(_Lines.of_base([]), exists=False, base_exists=False)
             else:
                 text = data.decode("utf-8")
                 eol = text.endswith("\n") or text == ""
                 rows = text.split("\n")
                 if eol:
                     rows.pop()
-                got = _File([_Line(t, n) for n, t in enumerate(rows, 1)], exists=True, eol=eol,
-                            next_base=len(rows) + 1, base_text={})
+                got = _File(_Lines.of_base(rows), exists=True, eol=eol, next_base=len(rows) + 1, base_text={})
         self.files[path] = got
         return got
 
-    def apply(self, patch) -> None:
+    def apply(self, patch, undo: bool = False) -> None:
+        """Apply patch; undo: the patch _reversed made, whose hunks are applied new side to old."""
         # git copies a file as it was before the patch, although the patch may also edit it
         # (a function moved out of a file into a new one: the edit, then the copy).
         before = {}
         for fdiff in patch.files:
             if fdiff.copy and fdiff.old_path not in before:
-                src = self.get(fdiff.old_path, patch)
-                before[fdiff.old_path] = _File([_Line(ln.text, ln.base, ln.origin) for ln in src.lines], src.exists,
-                                               src.eol, src.sparse, src.next_base, dict(src.base_text))
+                before[fdiff.old_path] = self.get(fdiff.old_path, patch).copy()
         for fi, fdiff in enumerate(patch.files):
             if fdiff.binary:
                 raise ReviewError(f"{patch.name}: {fdiff.path}: binary patches are not supported")
@@ -102,7 +251,7 @@ class PatchedTree:
                     raise ReviewError(f"{patch.name}: {fdiff.new_path}: already exists in the tree")
                 if state.sparse and not state.touched:
                     state.base_exists = False
-                state.lines, state.exists, state.sparse, state.eol = [], True, False, True
+                state.lines, state.exists, state.sparse, state.eol = _Lines.of_base([]), True, False, True
             else:
                 state = (before.get(fdiff.old_path) if fdiff.copy else None) or self.get(fdiff.old_path, patch)
                 if not state.exists:
@@ -111,19 +260,18 @@ class PatchedTree:
                     target = self.get(fdiff.new_path, patch)
                     if target.exists and not target.sparse:
                         raise ReviewError(f"{patch.name}: {fdiff.new_path}: the copy's target exists")
-                    state = _File([_Line(ln.text, ln.base, ln.origin) for ln in state.lines], True,
-                                  state.eol, state.sparse, state.next_base, dict(state.base_text),
-                                  base_exists=False)
+                    state = state.copy(exists=True, base_exists=False, touched=False)
                     self.files[fdiff.new_path] = state
             state.touched = True
             delta = 0
             for hi, hunk in enumerate(fdiff.hunks):
-                delta = self._apply_hunk(patch, fi, fdiff, hi, hunk, state, delta)
+                self.hunks.append((patch.number, fi, hi))
+                delta = self._apply_hunk(patch, fdiff, hunk, state, delta, len(self.hunks) - 1, undo)
             if fdiff.new_path is None:  # deleted
-                if state.lines and not state.sparse:
+                if len(state.lines) and not state.sparse:
                     raise ReviewError(f"{patch.name}: {fdiff.old_path}: deleted, but lines remain "
                                       f"after its hunks")
-                state.lines, state.exists = [], False
+                state.lines, state.exists = _Lines.of_base([], state.sparse), False
             elif fdiff.old_path is not None and fdiff.old_path != fdiff.new_path and not fdiff.copy:
                 target = self.get(fdiff.new_path, patch)
                 if target.exists and not target.sparse:
@@ -132,77 +280,86 @@ class PatchedTree:
                 self.files[fdiff.new_path] = _File(state.lines, True, state.eol, state.sparse,
                                                    state.next_base, state.base_text,
                                                    base_exists=False, touched=True)
-                state.lines, state.exists = [], False
-                earlier = [old for old, new in self.renames.items() if new == fdiff.old_path]
-                for old in earlier:  # renamed again
+                state.lines, state.exists = _Lines.of_base([], state.sparse), False
+                earlier = self._renamed.pop(fdiff.old_path, None)
+                for old in earlier or ():  # renamed again
                     self.renames[old] = fdiff.new_path
                 if not earlier:
                     self.renames[fdiff.old_path] = fdiff.new_path
+                self._renamed.setdefault(fdiff.new_path, []).extend(earlier or [fdiff.old_path])
 
-    def _apply_hunk(self, patch, fi, fdiff, hi, hunk, state: _File, delta: int) -> int:
-        old = [text for op, text in hunk.lines if op != "+"]
-        want = (hunk.old_start if hunk.old_count == 0 else hunk.old_start - 1) + delta
+    def _apply_hunk(self, patch, fdiff, hunk, state: _File, delta: int, hid: int, undo: bool) -> int:
+        add = "-" if undo else "+"
+        old_start, old_count, new_count, new_no_eol = (
+            (hunk.new_start, hunk.new_count, hunk.old_count, hunk.old_no_eol) if undo else
+            (hunk.old_start, hunk.old_count, hunk.new_count, hunk.new_no_eol))
+        old = [text for op, text in hunk.lines if op != add]
+        want = (old_start if old_count == 0 else old_start - 1) + delta
         where = f"{patch.name}: {fdiff.path}: hunk #{hunk.number} ({hunk.header.split(' @@')[0]} @@)"
+        lines = state.lines
         if state.sparse:
             state.ensure(want + len(old))
-            candidates = [want]
+            fits = 0 <= want and want + len(old) <= len(lines)
+            pos = want if fits and all(t in (None, o) for t, o in zip(lines.texts(want, len(old)), old)) else None
         else:
-            span = len(state.lines) - len(old)
-            # the file's own positions, nearest first (not every distance up to a line number
-            # the patch may have made up: @@ -100000000 @@)
-            candidates = [want] + sorted((p for p in range(0, span + 1) if p != want),
-                                         key=lambda p: (abs(p - want), p > want))
-        pos = next((p for p in candidates if self._matches(state, p, old)), None)
+            pos = _place(lines, old, want)
         if pos is None:
-            raise ReviewError(f"{where} does not apply: {_mismatch(state, want, old, fdiff.path)}")
-        new_lines = []
-        k = pos
+            raise ReviewError(f"{where} does not apply: {_mismatch(lines, want, old, fdiff.path)}")
+        tail = pos + len(old) == len(lines)
+        lines.move(pos)
+        texts, who, at, *numbered = lines.take(len(old))
+        new_texts, new_who, new_at, *new_numbered = lines.left  # (the hunk's new side goes before the gap)
+        k = 0
         removed = False
         for li, (op, text) in enumerate(hunk.lines):
-            if op == "+":
-                new_lines.append(_Line(text, None, Origin(patch.number, fi, hi, li)))
+            if op == add:
+                new_texts.append(text)
+                new_who.append(hid)
+                new_at.append(li)
+                for column in new_numbered:
+                    column.append(0)
                 removed = False
                 continue
-            cur = state.lines[k]
-            k += 1
-            if cur.text is None:
-                cur.text = text
-                state.base_text[cur.base] = text
+            if texts[k] is None:
+                texts[k] = text
+                state.base_text[numbered[0][k]] = text
             if op == " ":
-                if removed:  # what a removal changed shows on the line that follows it
-                    cur.after_removed = Origin(patch.number, fi, hi, li)
+                new_texts.append(texts[k])
+                for column, base in zip(new_numbered, numbered):
+                    column.append(base[k])
+                if removed and (who[k] < 0 or at[k] < 0):  # (an added line keeps the hunk that added it)
+                    new_who.append(hid)
+                    new_at.append(-1 - li)
+                else:
+                    new_who.append(who[k])
+                    new_at.append(at[k])
                 removed = False
-                new_lines.append(cur)
             else:
                 removed = True
-        tail = pos + len(old) == len(state.lines)
-        state.lines[pos:pos + len(old)] = new_lines
+            k += 1
         if tail and not state.sparse:
-            state.eol = not hunk.new_no_eol
-        return delta + hunk.new_count - hunk.old_count + (pos - want)
-
-    @staticmethod
-    def _matches(state: _File, pos: int, old: list) -> bool:
-        if pos < 0 or pos + len(old) > len(state.lines):
-            return False
-        return all(state.lines[pos + k].text in (None, text) for k, text in enumerate(old))
+            state.eol = not new_no_eol
+        return delta + new_count - old_count + (pos - want)
 
     # -- the result ---------------------------------------------------------------------------
-    def after(self) -> tuple[dict[str, bytes | None], dict[str, dict[int, Origin]]]:
-        """path -> bytes after the series (None: deleted), and path -> {line: Origin} of the
-        lines the series changed (added, or kept right after removed lines)."""
+    def after(self) -> tuple[dict[str, bytes | None], dict[str, Changed]]:
+        """path -> bytes after the series (None: deleted), and path -> the lines the series
+        changed (added, or kept right after removed lines) with their Origin. The last use of
+        the tree: what it returns shares its columns."""
         data: dict[str, bytes | None] = {}
-        added: dict[str, dict[int, Origin]] = {}
+        added: dict[str, Changed] = {}
         for path, state in self.files.items():
             if not state.touched:
                 continue
             if not state.exists:
                 data[path] = None
                 continue
-            rows = [ln.text or "" for ln in state.lines]
-            data[path] = ("\n".join(rows) + ("\n" if rows and state.eol else "")).encode("utf-8")
-            added[path] = {n: ln.origin or ln.after_removed for n, ln in enumerate(state.lines, 1)
-                           if ln.origin or ln.after_removed}
+            texts, who, at, *_ = state.lines.columns()
+            text = "\n".join([t or "" for t in texts] if state.sparse else texts)
+            if texts and state.eol:
+                text += "\n"
+            data[path] = text.encode("utf-8")
+            added[path] = Changed(who, at, self.hunks)
         return data, added
 
     def base(self) -> dict:
@@ -217,13 +374,15 @@ class PatchedTree:
         return out
 
 
-def _mismatch(state: _File, pos: int, old: list, path: str) -> str:
+def _mismatch(lines: _Lines, pos: int, old: list, path: str) -> str:
     """Why the hunk does not fit at its own position, in words."""
+    if pos < 0:  # (the hunks before it removed more lines than there are before it)
+        return f"it would start before the first line of {path} (and no other place matches)"
     for k, text in enumerate(old):
-        if pos + k >= len(state.lines):
-            return f"{path} has {len(state.lines)} lines, the hunk needs {pos + len(old)}"
-        have = state.lines[pos + k].text
-        if have != text:
+        if pos + k >= len(lines):
+            return f"{path} has {len(lines)} lines, the hunk needs {pos + len(old)}"
+        have = lines.texts(pos + k, 1)[0]
+        if have is not None and have != text:  # (None: a line no hunk has shown, reduced mode)
             return (f"{path}:{pos + k + 1} is {_short(have)}, the hunk expects {_short(text)} "
                     f"(and no other place matches)")
     return "its context matches nowhere"
@@ -277,19 +436,10 @@ def patch_root(treepath: Path, patches) -> Path:
 
 
 def _reversed(patch):
-    """The patch that undoes patch: files in reverse order, each hunk's sides swapped."""
-    import dataclasses
-
-    def hunk(h):
-        return dataclasses.replace(
-            h, old_start=h.new_start, old_count=h.new_count, new_start=h.old_start,
-            new_count=h.old_count, old_no_eol=h.new_no_eol, new_no_eol=h.old_no_eol,
-            lines=tuple(({"+": "-", "-": "+"}.get(op, op), text) for op, text in h.lines))
-    files = []
-    for f in reversed(patch.files):
-        files.append(dataclasses.replace(f, old_path=f.new_path, new_path=f.old_path,
-                                         hunks=tuple(hunk(h) for h in f.hunks)))
-    return dataclasses.replace(patch, files=tuple(files))
+    """The patch that undoes patch: files in reverse order, each one's paths swapped; its hunks
+    are the patch's own, applied new side to old (PatchedTree.apply(undo=True))."""
+    files = tuple(replace(f, old_path=f.new_path, new_path=f.old_path) for f in reversed(patch.files))
+    return replace(patch, files=files)
 
 
 def base_without(patches, tree: Path, base_reader):
@@ -300,7 +450,7 @@ def base_without(patches, tree: Path, base_reader):
     undo = PatchedTree(tree, base_reader)
     try:
         for patch in reversed(patches):
-            undo.apply(_reversed(patch))
+            undo.apply(_reversed(patch), undo=True)
     except ReviewError:
         return None
     before, _ = undo.after()
