@@ -106,10 +106,11 @@ class Review:
         self.preexisting = config.select(self.preexisting)
         self.fixed = config.select(self.fixed)
         if config.max_findings is not None:
+            from collections import Counter
+
             from wqlint.config import cap
             self.comments, left = cap(self.comments, config.max_findings)
-            for number in sorted({c.origin.patch for c in left}):
-                n = sum(1 for c in left if c.origin.patch == number)
+            for number, n in sorted(Counter(c.origin.patch for c in left).items()):
                 self.notes.append(f"patch {number}: {n} more introduced finding{'s' if n != 1 else ''} not "
                                   f"printed (at most {config.max_findings} a patch, the most severe first)")
 
@@ -277,9 +278,10 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         # shared header can reach anywhere, so then the whole tree is resolved.
         changed = sorted(overlay)
         if not any(c.startswith("include/") or re.match(r"arch/[^/]+/include/", c) for c in changed):
-            words = set()
+            words: set = set()
             for data in filter(None, overlay.values()):  # (None: deleted)
-                words.update(re.findall(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
+                # (one word at a time: a list of every word of the series would be the input many times over)
+                words.update(m.group() for m in re.finditer(r"[A-Za-z_]\w*", data.decode("utf-8", "replace")))
             options = replace(options, focus=tuple(changed), focus_words=frozenset(words))
         if base_reader is None:
             before_engine = _engine(root, catalogue, options)
@@ -356,9 +358,9 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     result.fingerprints = stable_fingerprints(after.findings)
     result.fingerprints.update(stable_fingerprints(result.fixed, moved))
     if reported:
-        kept_comments = [c for c in result.comments if result.fingerprints[id(c.finding)] not in reported]
-        result.already_reported = [c for c in result.comments if c not in kept_comments]
-        result.comments = kept_comments
+        said = [result.fingerprints[id(c.finding)] in reported for c in result.comments]
+        result.already_reported = [c for c, old in zip(result.comments, said) if old]
+        result.comments = [c for c, old in zip(result.comments, said) if not old]
         if result.already_reported:
             n = len(result.already_reported)
             result.notes.append(f"{n} introduced finding{'s' if n != 1 else ''} already reported "
@@ -399,14 +401,16 @@ def _pair(before: list, after: list, before_key) -> dict:
     waiting: dict = {}
     for b in before:
         waiting.setdefault(before_key(b), []).append(b)
+    for bs in waiting.values():
+        bs.reverse()  # (taken from the end, the first first)
     left = []
     for f in after:
         got = waiting.get(f.identity())
         if got:
-            out[id(f)] = got.pop(0)
+            out[id(f)] = got.pop()
         else:
             left.append(f)
-    gone = [b for bs in waiting.values() for b in bs]
+    gone = [b for bs in waiting.values() for b in reversed(bs)]
     for key in (lambda f, path: (f.rule_id, f.role, path, f.function),
                 lambda f, path: (f.rule_id, f.role, f.queue, f.message) if f.queue else None):
         olds: dict = {}
@@ -415,11 +419,13 @@ def _pair(before: list, after: list, before_key) -> dict:
         news: dict = {}
         for f in left:
             news.setdefault(key(f, f.path), []).append(f)
+        paired: set = set()
         for k, fs in news.items():
             if k is not None and len(fs) == 1 and len(olds.get(k, ())) == 1:
                 out[id(fs[0])] = olds[k][0]
-                gone.remove(olds[k][0])
-                left.remove(fs[0])
+                paired.update((id(fs[0]), id(olds[k][0])))
+        gone = [b for b in gone if id(b) not in paired]
+        left = [f for f in left if id(f) not in paired]
     return out
 
 
