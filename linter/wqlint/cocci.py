@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from wqlint import api, errors, safeio, tools
@@ -238,7 +237,7 @@ def run(root: Path, targets: list, catalogue, jobs: int = 1,
     if not files:
         return [], errors
     findings: dict[tuple, Finding] = {}
-    with tempfile.TemporaryDirectory(prefix="wqlint-cocci-") as tmp:
+    with tools.temp_dir("wqlint-cocci-") as tmp:
         # spatch cannot take every name: 'a:5:b.c' is read as a file and a line (and fails
         # the whole run: every rule would be lost), a newline ends a name in the group file.
         # Such a file goes in under a plain name, a link in tmp, mapped back in the report;

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -301,7 +300,9 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     else:
         overlay = {p: d for p, d in after_files.items() if is_c_source(p.rsplit("/", 1)[-1])}
         base = {p: d for p, d in state.base().items() if is_c_source(p.rsplit("/", 1)[-1])}
-        with tempfile.TemporaryDirectory(prefix="wqlint-review-") as empty:
+        from wqlint import tools
+
+        with tools.temp_dir("wqlint-review-") as empty:
             before_scan = _engine(Path(empty), catalogue, options, base).run(judge, make_context)
             after_scan = _engine(Path(empty), catalogue, options, overlay).run(judge, make_context)
         result.notes.append("no --tree: only the lines the patches show were reviewed; values "

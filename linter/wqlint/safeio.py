@@ -44,18 +44,19 @@ class OutputRefused(errors.WqlintError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM, SIGINT or SIGHUP came while files were being written (see signals_deferred);
+    """SIGTERM, SIGINT, SIGHUP or SIGQUIT came while files were being written (see signals_deferred);
     raised only where the signal, delivered again, did not end the process."""
 
 
 # -- signals --------------------------------------------------------------------------------
-# While wqlint writes files, SIGTERM, SIGINT and SIGHUP only take note (a default SIGTERM
+# While wqlint writes files, SIGTERM, SIGINT, SIGHUP and SIGQUIT only take note (a default SIGTERM
 # would kill the process between a temporary file and its rename, or halfway through the
 # renames of a set of files). Where it is safe, the writer asks interrupted(): before the
 # renames, it removes its temporary files and stops; once the renames have begun, it
 # finishes them. When the outermost signals_deferred() ends, the signal is delivered again
-# with the handler that was there before, so the process ends as the sender meant.
-_DEFERRED = (2, 15, 1)  # SIGINT, SIGTERM, SIGHUP (signal is imported only when needed)
+# with the handler that was there before, so the process ends as the sender meant (the
+# `wqlint` command's handler: wqlint.tools.end_on_signals, whose signals these are).
+_DEFERRED = (2, 15, 1, 3)  # SIGINT, SIGTERM, SIGHUP, SIGQUIT (signal is imported only when needed)
 _deferral: dict = {"depth": 0, "caught": None, "old": {}}
 
 

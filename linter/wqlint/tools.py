@@ -20,14 +20,25 @@ says must not run anything, nor change what a tool prints. So every program runs
 - ripgrep with --no-config;
 - in its own process group, killed whole when it outlives its time limit.
 
+Every program running and every temporary file or directory wqlint made (temp_dir(),
+temp_path()) is in one registry here. When SIGTERM, SIGINT, SIGHUP or SIGQUIT ends wqlint
+(end_on_signals()), the process group of every program still running gets SIGTERM, then
+SIGKILL after ENDING_GRACE seconds, the temporary files are removed, and the signal is
+delivered again with its default action: wqlint ends as the sender asked (status 128+N).
+A signal its parent had ignored (nohup) stays ignored.
+
 A caller checks that the output has the shape it asked for and treats anything else as an
 error, never as "nothing found".
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import threading
+import time
+from typing import Iterator
 
 from wqlint import errors
 
@@ -107,11 +118,22 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
     # programs name themselves after it in their messages. One not found: "cannot run".
     program = which(argv[0]) or os.path.join(os.sep, "nonexistent", os.path.basename(argv[0]))
     try:
-        proc = subprocess.Popen(argv, executable=program, cwd=cwd, env=environment(env), start_new_session=True,
-                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with _registry():  # started and registered at once: a signal's ending sees it
+            proc = subprocess.Popen(argv, executable=program, cwd=cwd, env=environment(env), start_new_session=True,
+                                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            _running.add(proc.pid)
     except OSError as exc:
         raise ToolError(f"{what}: cannot run: {exc.strerror or exc}") from None
+    try:
+        return _finish(proc, argv, what, input, timeout, limit, text)
+    finally:
+        with _registry():
+            _running.discard(proc.pid)
+
+
+def _finish(proc: subprocess.Popen, argv: list, what: str, input: bytes | None, timeout: float,
+            limit: int | None, text: bool) -> subprocess.CompletedProcess:
     try:
         if limit is None:
             out, err = proc.communicate(input, timeout=timeout)
@@ -222,3 +244,156 @@ def git(tree, *args, timeout: float = 300, what: str | None = None,
     """git -C tree ARGS (see run())."""
     return run(["git", "-C", os.fspath(tree), *args], timeout=timeout, what=what or f"git {args[0]}",
                limit=limit)
+
+
+# -- what wqlint leaves when a signal ends it: nothing ------------------------------------
+# The registry: the process (and group) id of every program started and not yet reaped, and
+# every temporary file or directory made and not yet removed. Changed only under _lock, which
+# the signal path takes too (it runs in the main thread, between two of its bytecodes): while
+# the main thread holds the lock, a signal only takes note (_state["pending"]) and the ending
+# starts as the lock is released; another thread holding it is waited for. So a program is
+# never started unseen (between fork and its registration), nor a directory made unseen.
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+ENDING_GRACE = 2.0  # seconds between SIGTERM and SIGKILL (make removes the half-built object)
+_lock = threading.Lock()
+_running: set = set()
+_temps: dict = {}  # path -> None, in the order made (removed newest first)
+_state: dict = {"held": 0, "pending": None, "ending": False}
+
+
+@contextlib.contextmanager
+def _registry() -> Iterator[None]:
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _state["held"] += 1  # (before the lock is taken: a signal from here on waits for it)
+    _lock.acquire()
+    try:
+        yield
+    finally:
+        _lock.release()
+        if main:
+            _state["held"] -= 1
+            if _state["held"] == 0 and _state["pending"] is not None:
+                _end(_state["pending"])
+
+
+def end_on_signals() -> None:
+    """From now on, SIGTERM, SIGINT, SIGHUP or SIGQUIT ends every program started and removes
+    every temporary file made, then ends wqlint as the signal asked (see the module's text).
+    A signal ignored when wqlint started (nohup, a background job's SIGINT) stays ignored.
+    Main thread only. At a normal exit too, a program still running is ended and a
+    temporary file still there removed."""
+    import atexit
+
+    for signum in ENDING_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+    atexit.unregister(_at_exit)  # (once, however often asked)
+    atexit.register(_at_exit)
+
+
+def _at_exit() -> None:
+    with _registry():
+        groups, temps = sorted(_running), list(_temps)
+    _end_programs(groups)
+    for path in reversed(temps):
+        _remove(path)
+
+
+def _on_signal(signum: int, frame) -> None:
+    if _state["ending"]:
+        return  # a second signal while the first ends everything
+    if _state["held"]:
+        _state["pending"] = signum
+        return
+    _end(signum)
+
+
+def _end(signum: int) -> None:
+    _state["ending"] = True
+    _lock.acquire()  # never released: no other thread starts a program or makes a file now
+    _end_programs(sorted(_running))
+    for path in reversed(list(_temps)):
+        _remove(path)
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # (not reached: the default action of every ENDING_SIGNALS ends the process)
+
+
+def _end_programs(groups: list) -> None:
+    """SIGTERM to every process group, SIGKILL to those not gone ENDING_GRACE seconds later."""
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + ENDING_GRACE
+    while groups and time.monotonic() < deadline:
+        groups = [pid for pid in groups if _alive(pid)]
+        if groups:
+            time.sleep(0.02)
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """Is any process of the group pid left? (Its leader, our child, reaped when it has ended:
+    a zombie still counts as a member.)"""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # reaped by the thread that waits for it
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
+def _remove(path: str) -> None:
+    import shutil
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str) -> Iterator[str]:
+    """A new private directory in TMPDIR, removed with all it holds when the block ends, or
+    when a signal ends wqlint first."""
+    import tempfile
+
+    with _registry():
+        path = tempfile.mkdtemp(prefix=prefix)
+        _temps[path] = None
+    try:
+        yield path
+    finally:
+        _remove(path)
+        with _registry():
+            _temps.pop(path, None)
+
+
+@contextlib.contextmanager
+def temp_path(path: str) -> Iterator[str]:
+    """path, a temporary file about to be made (by the caller, or by a program told its name),
+    removed when the block ends if it is there, or when a signal ends wqlint first."""
+    with _registry():
+        _temps[path] = None
+    try:
+        yield path
+    finally:
+        _remove(path)
+        with _registry():
+            _temps.pop(path, None)

@@ -113,8 +113,9 @@ class Checker:
             return [], list(self.notes)
         if not unit.directives:  # an allocation only the expansion shows (rare): again, with -dD
             unit = Unit(preprocess(self.inv))
-        import tempfile
-        with tempfile.TemporaryDirectory(prefix="wqlint-check-") as workdir:
+        from wqlint import tools
+
+        with tools.temp_dir("wqlint-check-") as workdir:
             got = self.scan(unit, facts, workdir)
         say(f"scanned after {time.monotonic() - started:.3f} s")
         return got

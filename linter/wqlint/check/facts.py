@@ -335,20 +335,16 @@ def _usable(data, root: str, checked) -> bool:
 
 def _write_atomic(directory: str, data: dict) -> None:
     # Not mkstemp: its 0600 would hide the cache from the other users of a shared build tree.
+    from wqlint import tools
+
     tmp = os.path.join(directory, f"{FACTS_NAME}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
+    with tools.temp_path(tmp):  # (gone once renamed; removed if anything, a signal too, stops it first)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, separators=(",", ":"))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, os.path.join(directory, FACTS_NAME))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def obtain(root: str, directory: str, checked: "str | None" = None, debug=None) -> Facts:

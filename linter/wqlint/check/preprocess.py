@@ -64,8 +64,9 @@ def preprocess(inv, directives: bool = True) -> str:
         if m and not _BUILTIN.match(ln):
             predefs.append(f"-D{m.group(1)}={m.group(2)}")
     # Into a file, read at once: through a pipe, 5 MB are ~500 wake-ups of both processes.
+    # (Removed when read, or by the signal that ends wqlint first.)
     out = os.path.join(os.environ.get("TMPDIR") or "/tmp", f"wqlint-check-{os.getpid()}-{os.urandom(4).hex()}.i")
-    try:
+    with tools.temp_path(out):
         got = _run([cpp, "-undef", "-w", *(["-dD"] if directives else []), "-ftrack-macro-expansion=0",
                     *predefs, *inv.defines, *inv.includes, inv.file, "-o", out], "cpp")
         if got.returncode != 0:
@@ -74,11 +75,6 @@ def preprocess(inv, directives: bool = True) -> str:
             return safeio.read_bytes(out, MAX_UNIT_BYTES).decode("utf-8", "replace")
         except safeio.InputRefused as exc:
             raise CheckError(f"cannot read what cpp wrote to {out}: {exc}") from None
-    finally:
-        try:
-            os.unlink(out)
-        except OSError:
-            pass
 
 
 def run_sparse(inv):
