@@ -161,7 +161,7 @@ def test_catalogue_registry_cocci_and_marks_agree():
     for rule, module in checks.REGISTRY.items():
         assert module.__name__.rsplit(".", 1)[1] == rule.replace("-", "_")
         assert module.READS and (module.READS <= {"flags", "max_active"}
-                                 or module.READS in ({"queue"}, {"name"}, {"flow"}))
+                                 or module.READS in ({"queue"}, {"name"}, {"flow"}, {"wait"}))
     assert {p.stem for p in COCCI} <= ids
     for tree in (REPO / "examples" / "demo-tree", RULES, FIXTURES / "rules",
                  FIXTURES / "mainline", FIXTURES / "mainline-6.12"):

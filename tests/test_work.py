@@ -278,3 +278,59 @@ def test_a_queue_named_from_a_buffer_snprintf_fills_is_shown_by_its_format(tmp_p
         in f["message"]
     assert f["chain"][0]["note"].startswith("alloc_ordered_workqueue() allocates zq_q_%s ")
     assert not [f for f in doc["findings"] if f["rule"] == "workqueue-name-too-long"]
+
+
+SELF = rule_fixture("self-flush-deadlock.c")
+
+
+def _self_waits(doc) -> dict:
+    return {f["line"]: f for f in doc["findings"] if f["rule"] == "self-flush-deadlock"}
+
+
+def test_a_work_waiting_for_itself_is_reported_at_the_wait_with_its_chain():
+    """The queue the work runs on destroyed and flushed through a call, its own item
+    cancelled through its parameter, disabled by name, and a DECLARE_WORK() item flushed;
+    the near misses of the fixture (a mode parameter, current_work(), a member set before
+    the call, BUG() before the wait, another item, another queue, the cancels that do not
+    wait) are silent."""
+    doc, _ = scan_json(SELF, "--kernel-version", "7.3")
+    got = _self_waits(doc)
+    assert sorted(got) == [16, 30, 72, 80, 90, 106]
+    assert (got[16]["severity"], got[16]["column"]) == ("error", 2)
+    assert [(s["line"], s["note"]) for s in got[16]["chain"]] == [
+        (118, "queue_work() puts &d->reset on d->wq"),
+        (113, "INIT_WORK() binds &d->reset to sf_reset_fn()"),
+        (59, "sf_reset_fn() calls sf_teardown()"),
+        (16, "sf_teardown() calls destroy_workqueue()"),
+    ]
+    assert "sf_reset_fn() runs on sf and through 1 call destroy_workqueue(d->wq) waits for the queue it runs on" \
+        in got[16]["message"]
+    assert "no WARN catches it" in got[16]["message"] and "recursive locking" in got[16]["message"]
+    assert "hung-task detector" in got[16]["message"]
+    assert [(s["line"], s["note"]) for s in got[90]["chain"]] == [
+        (120, "queue_work() puts &d->stop on d->wq"),
+        (116, "INIT_WORK() binds &d->stop to sf_stop_fn()"),
+        (97, "sf_stop_fn() calls sf_release()"),
+        (90, "sf_release() calls destroy_workqueue()"),  # the local wq holds d->wq there
+    ]
+    assert [(s["line"], s["note"]) for s in got[72]["chain"]] == [
+        (122, "schedule_delayed_work() puts &d->poll on system_percpu_wq"),
+        (117, "INIT_DELAYED_WORK() binds &d->poll to sf_poll_fn()"),
+        (72, "sf_poll_fn() calls cancel_delayed_work_sync()"),
+    ]
+    assert "waits for its own work item" in got[72]["message"]
+    assert got[72]["migration"].startswith("The work cannot wait for itself: where it only stops itself, use "
+                                           "cancel_work() or cancel_delayed_work()")
+    assert got[16]["migration"].startswith("Flush, drain or destroy d->wq where none of its work runs")
+    assert [(s["line"], s["note"]) for s in got[106]["chain"]][:2] == [
+        (123, "schedule_work() puts &sf_global_work on system_percpu_wq"),
+        (101, "DECLARE_WORK() binds sf_global_work to sf_global_fn()"),
+    ]
+
+
+def test_without_the_mode_parameter_the_cancel_of_its_own_item_is_reported(tmp_path):
+    """The near miss of a mode parameter made real: the work passes false."""
+    src = tmp_path / "sf.c"
+    src.write_text(SELF.read_text().replace("sf_stop(d, true);", "sf_stop(d, false);"))
+    doc, _ = scan_json(src, "--kernel-version", "7.3", "--no-cache")
+    assert 37 in _self_waits(doc) and 40 not in _self_waits(doc) and 43 not in _self_waits(doc)

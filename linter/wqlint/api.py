@@ -190,6 +190,20 @@ FLUSH_CALLS_BY_NAME = {c.name: c for c in FLUSH_CALLS}
 # 6.12 and 7.3): waiting for a work item being cancelled cannot need the rescuer.
 FROM_CANCEL = ("cancel_work_sync", "cancel_delayed_work_sync", "disable_work_sync",
                "disable_delayed_work_sync")
+# The calls that wait until a queue or a work item is idle (kernel/workqueue.c, the same in 6.1,
+# 6.12, 7.2 and 7.3; disable_*_sync() from v6.10): from the work itself, each waits for itself.
+# The queue's: __flush_workqueue() waits for every work queued before it (destroy_workqueue()
+# and drain_workqueue() flush first); the work item's: __flush_work() puts a barrier behind
+# the running instance (cancel_*_sync() and disable_*_sync() with from_cancel). No version
+# WARNs: lockdep reports the recursion (touch_wq_lockdep_map(), touch_work_lockdep_map(); in
+# 6.1 lock_map_acquire() of the same maps). Name -> (what it waits for, its argument).
+SELF_WAITS = {
+    "flush_workqueue": ("queue", 0), "__flush_workqueue": ("queue", 0), "drain_workqueue": ("queue", 0),
+    "destroy_workqueue": ("queue", 0),
+    "flush_work": ("work", 0), "flush_delayed_work": ("work", 0), "flush_rcu_work": ("work", 0),
+    "cancel_work_sync": ("work", 0), "cancel_delayed_work_sync": ("work", 0),
+    "disable_work_sync": ("work", 0), "disable_delayed_work_sync": ("work", 0),
+}
 # The flag check_flush_dependency() asks of both queues, and the one that exempts the flusher.
 RESCUER_FLAG = "WQ_MEM_RECLAIM"
 LEGACY_FLAG = "__WQ_LEGACY"

@@ -90,7 +90,7 @@ static void rc_spare_fn(struct work_struct *w)
 	flush_workqueue(rc->spare);
 	// ok: reclaim-flush-dependency
 	flush_work(&rc->self_work);
-	// ok: reclaim-flush-dependency
+	// ruleid: self-flush-deadlock
 	flush_workqueue(rc->wq);
 }
 
@@ -99,7 +99,7 @@ static void rc_poll_fn(struct work_struct *w)
 {
 	struct rc_dev *rc = container_of(to_delayed_work(w), struct rc_dev, poll);
 
-	// ok: reclaim-flush-dependency
+	// ruleid: self-flush-deadlock
 	flush_workqueue(rc->aux);
 }
 

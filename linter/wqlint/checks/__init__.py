@@ -14,7 +14,7 @@ import pkgutil
 
 from wqlint import catalogue
 from wqlint.finding import numbered
-from wqlint.scan.site import PARTS, Flow, QueueUse, Site, paths
+from wqlint.scan.site import PARTS, Flow, QueueUse, SelfWait, Site, paths
 
 _SHARED = ("common", "context")  # what the rules share: helpers, and their context (CheckContext)
 REGISTRY: dict = {}
@@ -26,6 +26,7 @@ for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
 
 _ON_USES = tuple(m for m in REGISTRY.values() if "queue" in m.READS)
 _ON_FLOWS = tuple(m for m in REGISTRY.values() if "flow" in m.READS)
+_ON_WAITS = tuple(m for m in REGISTRY.values() if "wait" in m.READS)
 _ON_SITES = tuple(m for m in REGISTRY.values() if m.READS <= PARTS)
 
 
@@ -41,6 +42,8 @@ def judge(sites, ctx) -> list:
             judged = ((site, m) for m in _ON_USES)
         elif isinstance(site, Flow):
             judged = ((site, m) for m in _ON_FLOWS)
+        elif isinstance(site, SelfWait):
+            judged = ((site, m) for m in _ON_WAITS)
         else:
             # Once per combination of the decisions flags and max_active both depend on.
             judged = ((p, m) for p in paths(site) for m in _ON_SITES if _judges_here(m, site))
@@ -52,6 +55,8 @@ def judge(sites, ctx) -> list:
                     # own warning and its own fix: several drivers reaching one flush of a shared
                     # layer are each named, not folded into the first.
                     key += (f.function, site.site.queue)  # (a queue allocated at two places: one name, one warning)
+                elif isinstance(site, SelfWait):
+                    key += (f.function,)
                 if key not in seen:
                     seen.add(key)
                     findings.append(f)

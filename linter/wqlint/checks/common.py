@@ -4,7 +4,7 @@ from __future__ import annotations
 from wqlint.checks._flags import always_set
 from wqlint.checks.context import CheckContext
 from wqlint.finding import NO_HINTS, Finding, Hints, Step
-from wqlint.scan.site import Flow, QueueUse, Site
+from wqlint.scan.site import Flow, QueueUse, SelfWait, Site
 from wqlint.scan.values import steps_in
 
 
@@ -27,7 +27,7 @@ def finding(site: Site, ctx: CheckContext, rule_id: str, detail: str, chain: lis
     )
 
 
-def applies(site: "Site | QueueUse | Flow", ctx: CheckContext, rule_id: str) -> bool:
+def applies(site: "Site | QueueUse | Flow | SelfWait", ctx: CheckContext, rule_id: str) -> bool:
     rule = ctx.catalogue[rule_id]
     if rule_id in site.suppressed:
         return False

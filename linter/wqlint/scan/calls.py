@@ -35,6 +35,8 @@ _FLUSH_NAMES = tuple(n.encode() for n in covering([c.name for c in api.FLUSH_CAL
 _FLUSH_COMMON = max((n[i:j] for n in _FLUSH_NAMES[:1] for i in range(len(n)) for j in range(i + 1, len(n) + 1)
                      if all(n[i:j] in m for m in _FLUSH_NAMES)), key=len, default=b"")
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
+_WAIT_NAMES = tuple(n.encode() for n in covering(list(api.SELF_WAITS)))
+_WAIT_RE = re.compile(rb"\b(?:" + "|".join(api.SELF_WAITS).encode() + rb")\s*\(")
 _WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
@@ -60,6 +62,8 @@ class Calls:
         self._far = None  # far_heads()
         self._far_files: Optional[tuple] = None  # the files it is of
         self._far_defined: dict = {}  # name -> _far_definition()
+        self._names: dict = {}  # a definition -> the function's name
+        self._wait_dist: dict = {}  # _dist of distance(waits=True)
 
     def function(self, name: str, near: str) -> Optional[Scope]:
         """The definition of function name: in near's file, else in its subsystem's files
@@ -127,7 +131,9 @@ class Calls:
                 continue
             m = _DEF_AT.match(data, offset)
             if m is not None and m.group(1).decode() == name:
-                return (rel, line, m.end())
+                found = (rel, line, m.end())
+                self._names[found] = name
+                return found
         return False
 
     # -- callees of other subsystems ---------------------------------------------------------
@@ -178,19 +184,23 @@ class Calls:
             if m is not None and m.group(1).decode() == name:
                 chosen.append((rel, line, m.end()))
         found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
+        if found:
+            self._names[found] = name
         self._far_defined[name] = found
         return found or None
 
-    def distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1) -> int:
+    def distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1, waits: bool = False) -> int:
         """The fewest calls (at most radius) from function name, as near's subsystem defines
         it, to a flush, by a look at the text of its body and of the functions it may call
         (by name, or through a member initialised to a function); _FAR when there is none
         that near or it is not known yet. Only as far as the caller asks: a callee's
-        question is as far as the calls left to it reach, not as far as a work function's."""
+        question is as far as the calls left to it reach, not as far as a work function's.
+        waits: to a call that waits for a queue or a work item (api.SELF_WAITS) instead."""
+        memo = self._wait_dist if waits else self._dist
         at = self._definition(name, near)
         if at is None or at is _PENDING:
             return _FAR
-        known = self._dist.get(at)
+        known = memo.get(at)
         if known is not None and (known[0] <= known[1] or known[1] >= radius):
             return known[0] if known[0] <= radius else _FAR
         # The definitions within radius calls (breadth first: each at its fewest calls), and
@@ -199,7 +209,7 @@ class Calls:
         order, graph, pending = [at], {}, False
         for cur in order:
             k = level[cur]
-            known = self._dist.get(cur)
+            known = memo.get(cur)
             if cur != at and known is not None and (known[0] <= known[1] or known[1] >= radius - k):
                 continue
             # At the last level only a flush of its own counts (a path through its callees
@@ -208,6 +218,9 @@ class Calls:
             if got is _PENDING:
                 pending = True
                 continue
+            if waits:
+                body = self._body(cur)
+                got = (got[0], body is not None and _waits_in(body))
             graph[cur] = got
             if k < radius and len(order) < MAX_TEXT_FUNCTIONS:
                 for c in got[0]:
@@ -216,7 +229,7 @@ class Calls:
                         order.append(c)
 
         def told(n) -> int:
-            known = self._dist.get(n)
+            known = memo.get(n)
             return known[0] if known is not None and known[0] <= known[1] else _FAR
         # Each definition's fewest calls to a flush: its own, or one more than a callee's (as
         # told when that was not looked into now), shortest first, as far as radius (beyond
@@ -242,9 +255,39 @@ class Calls:
                             at_distance[d + 1].append(caller)
         if not pending:
             # Each exactly as far as it was looked into: (distance, calls looked through).
-            self._dist.update((n, (d, radius - level[n])) for n, d in dist.items())
+            memo.update((n, (d, radius - level[n])) for n, d in dist.items())
         got = dist.get(at, _FAR)
         return got if got <= radius else _FAR
+
+    def defined_in(self, name: str, near: str) -> Optional[str]:
+        """The file holding function name's definition, as function() finds it; None when
+        there is none or the subsystem's text is not searched yet."""
+        at = self._definition(name, near)
+        return None if at is None or at is _PENDING else at[0]
+
+    def lines_of(self, name: str, near: str) -> Optional[tuple]:
+        """(first line, last line) of function name's definition, as function() finds it:
+        from its header to the '}' that ends its body at column 0; None when there is none."""
+        at = self._definition(name, near)
+        if at is None or at is _PENDING:
+            return None
+        body = self._body(at)
+        src = self.index.source(at[0])
+        return (at[1], src.line_at(at[2] + len(body) + 1)) if body is not None and src is not None else None
+
+    def callees(self, name: str, near: str) -> Optional[list]:
+        """[(callee, the file defining it)] of the functions that function name, as near's
+        subsystem defines it, may call by the text of its body (as distance() reads it); []
+        when it is not defined there, None until the subsystem's text is searched."""
+        at = self._definition(name, near)
+        if at is _PENDING:
+            return None
+        if at is None:
+            return []
+        got = self._callees_of(at)
+        if got is _PENDING:
+            return None
+        return [(self._names[d], d[0]) for d in got[0] if d in self._names]
 
     def _callees_of(self, at: tuple):
         """([definitions it may call], whether it calls a flush) of the function whose
@@ -402,6 +445,11 @@ def _called(body: bytes) -> tuple:
         if rest.endswith(b"->") or rest.endswith(b"."):
             members.add(name)
     return names, members
+
+
+def _waits_in(body: bytes) -> bool:
+    """Does a function's text call one of api.SELF_WAITS?"""
+    return any(n in body for n in _WAIT_NAMES) and _WAIT_RE.search(body) is not None
 
 
 def _flushes_in(body: bytes) -> bool:

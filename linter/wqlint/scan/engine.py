@@ -26,6 +26,7 @@ from wqlint.scan.targets import Focus, Targets, UsageError
 from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_api
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
+from wqlint.scan.selfwait import self_waits
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class Engine:
         self.focus = Focus(options.focus, options.focus_words)
         chosen = kernel_api(self.root, targets.paths[0], options.kernel_tree, options.kernel_version)
         self.notes = targets.notes + list(chosen.notes)
+        self._model: Optional[WorkModel] = None  # _work_model()
         self.version, self.version_source = chosen.version, chosen.version_source
         self.api_header = chosen.header
         store: Optional[Store] = None
@@ -113,9 +115,7 @@ class Engine:
         rescuer = bits.bit(api.RESCUER_FLAG)
         if not rescuer or "flow" in self.options.unread:
             return []
-        header = self.index.source(self.api_header)
-        model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
-                                                     self.api_header))
+        model = self._work_model(sites)
 
         answers: dict = {}  # id(site) -> wanted(site): asked again in every round
 
@@ -146,6 +146,22 @@ class Engine:
                 gc.enable()
             gc.unfreeze()
         return flows
+
+    def _self_waits(self, sites) -> list:
+        """The works that wait for themselves (scan.selfwait), at the waits in the paths."""
+        if "wait" in self.options.unread:
+            return []
+        return self_waits(self.index, self._work_model(sites),
+                          lambda rel: self.targets.holds(rel) and not self.focus.outside(rel))
+
+    def _work_model(self, sites) -> WorkModel:
+        """The one work model of a scan (scan.work): the searches and answers of the flows'
+        rules serve the waits' too."""
+        if self._model is None or self._model.sites is not sites:
+            header = self.index.source(self.api_header)
+            self._model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
+                                                               self.api_header))
+        return self._model
 
     def api_facts(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None,
                   header_text: Optional[bytes] = None, api_files: Optional[frozenset] = None) -> ApiFacts:
@@ -193,12 +209,14 @@ class Engine:
         # With the rules of work items on, the flushes too (the files where scan.work looks
         # for a callee its caller's subsystem does not define).
         for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES] + (
-                [] if "flow" in self.options.unread else [c.name for c in api.FLUSH_CALLS]):
+                [] if "flow" in self.options.unread else [c.name for c in api.FLUSH_CALLS]) + (
+                [] if "wait" in self.options.unread else list(api.SELF_WAITS)):
             self.index.occurrences(name)
         sites = self.sites()
         bits = self.api.bits()
         uses = self.uses()
         flows = self._flows(sites, bits)
+        waits = self._self_waits(sites)
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
         read.update((rel, None) for rel in self.index.looked if not rel.startswith("<"))
@@ -224,7 +242,7 @@ class Engine:
             src = self.index.files.get(s.path)
             if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
-        result = Analysis(sites=sites, uses=uses, flows=flows, bits=bits, bad=dict(self.index.bad),
+        result = Analysis(sites=sites, uses=uses, flows=flows, waits=waits, bits=bits, bad=dict(self.index.bad),
                           errors=list(self.index.errors), parse_errors=dict(self.finder.parse_errors),
                           call_sha=call_sha, api_files=self.api_files, read=read)
         if self.store is not None and not self.index.errors:
@@ -252,7 +270,7 @@ class Engine:
         flows = [f if self.targets.holds(f.path) else dataclasses.replace(f, elsewhere=True)
                  for f in got.flows if self.targets.holds(f.path) or self.targets.holds(f.bound.path)
                  or self.targets.holds(f.queued.path)]
-        findings = [self._with_call_sha(f, got.call_sha) for f in judge(sites + got.uses + flows, context)]
+        findings = [self._with_call_sha(f, got.call_sha) for f in judge(sites + got.uses + flows + got.waits, context)]
         errors = list(self.errors) + list(got.errors)
         for rel, problem in sorted(got.bad.items()):
             if self.targets.holds(rel):

@@ -149,6 +149,27 @@ class Flow:
     elsewhere: bool = False
 
 
+@dataclass
+class SelfWait:
+    """A work function that, itself or through the calls it makes, waits for the queue it
+    runs on or for its own work item."""
+
+    path: str  # the wait
+    line: int
+    col: int
+    end_col: int
+    call: str  # the waiting call (api.SELF_WAITS)
+    what: str  # "queue" | "work": what it waits for
+    waited: str  # the queue or work item waited for, as written at the wait
+    function: str  # the work function
+    bound: Step  # the binding of the work item to its function
+    queued: tuple[Step, ...]  # calls putting the work item on the queue(s) it runs on
+    queues: tuple[str, ...]  # those queues, as named there
+    calls: tuple[Step, ...]  # the calls from the work function to the function that waits
+    wait: Step
+    suppressed: frozenset[str] = frozenset()
+
+
 @dataclass(frozen=True)
 class FlagBits:
     """The values of the API's flags (api.FLAG_BITS) and masks (api.FLAG_MASKS) as the

@@ -69,7 +69,7 @@ from wqlint import __version__, safeio
 from wqlint.code_id import code_id
 from wqlint.finding import InputError, Step
 from wqlint.scan import codec
-from wqlint.scan.site import FlagBits, Flow, QueueUse, Site
+from wqlint.scan.site import FlagBits, Flow, QueueUse, SelfWait, Site
 from wqlint.scan.search import IDENT_RE, definition_regex
 from wqlint.scan.source import MAX_FILE_BYTES, digest
 
@@ -93,6 +93,7 @@ class Analysis:
     sites: list[Site]
     uses: list[QueueUse]
     flows: list[Flow]
+    waits: list[SelfWait]
     bits: FlagBits
     bad: dict[str, str]
     errors: list[InputError]

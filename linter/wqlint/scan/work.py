@@ -350,7 +350,17 @@ class WorkModel:
         """[(Step, function name, rel of the binding)] of the bindings of work to a function."""
         return self._memo("bound", work, near, self._bindings)
 
+    def every_binding(self, work: Key, near: str) -> list:
+        """bindings() in each file near near, not only in near's own when it has one."""
+        return self._memo("bound-anywhere", work, near, self._every_binding)
+
     def _bindings(self, work: Key, near: str) -> list:
+        out = self._every_binding(work, near)
+        # A binding in the file that queues the item wins over those of its neighbours.
+        own = [b for b in out if b[2] == near]
+        return own or out
+
+    def _every_binding(self, work: Key, near: str) -> list:
         out = []
         binders = api.WORK_BINDERS
         for rel, line in self._lines(work, near):
@@ -383,9 +393,7 @@ class WorkModel:
                     continue  # a member of that name in another struct
                 out.append((Step(rel, line, src.line_text(line).strip(), f"{macro}() binds {target} to {fn}()"),
                             fn, rel))
-        # A binding in the file that queues the item wins over those of its neighbours.
-        own = [b for b in out if b[2] == near]
-        return own or out
+        return out
 
     # -- what the work function reaches ------------------------------------------------------
     def _reach(self, site, key, queued, bound, fn, near) -> list:

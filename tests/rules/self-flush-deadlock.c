@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Works that wait for themselves, and the near misses that do not. */
+#include <linux/workqueue.h>
+
+struct sf_dev {
+	struct workqueue_struct *wq, *aux;
+	struct work_struct reset, other, event, stop;
+	struct delayed_work poll;
+	bool resetting;
+	bool broken;
+};
+
+static void sf_teardown(struct sf_dev *d)
+{
+	// ruleid: self-flush-deadlock
+	destroy_workqueue(d->wq);
+}
+
+static void sf_quiesce(struct sf_dev *d)
+{
+	// ok: self-flush-deadlock
+	flush_workqueue(d->aux);
+	// ok: self-flush-deadlock
+	flush_work(&d->other);
+	// ok: self-flush-deadlock
+	cancel_work(&d->reset);
+	// ok: self-flush-deadlock
+	cancel_delayed_work(&d->poll);
+	// ruleid: self-flush-deadlock
+	flush_workqueue(d->wq);
+}
+
+static void sf_stop(struct sf_dev *d, bool from_work)
+{
+	if (!from_work)
+		// ok: self-flush-deadlock
+		cancel_work_sync(&d->reset);
+	if (current_work() != &d->reset)
+		// ok: self-flush-deadlock
+		cancel_work_sync(&d->reset);
+	if (!d->resetting)
+		// ok: self-flush-deadlock
+		cancel_work_sync(&d->reset);
+}
+
+static void sf_reset_fn(struct work_struct *work)
+{
+	struct sf_dev *d = container_of(work, struct sf_dev, reset);
+
+	d->resetting = true;
+	sf_stop(d, true);
+	sf_quiesce(d);
+	if (d->broken) {
+		BUG();
+		// ok: self-flush-deadlock
+		cancel_work_sync(&d->reset);
+	}
+	if (d->broken)
+		sf_teardown(d);
+}
+
+static void sf_other_fn(struct work_struct *work)
+{
+}
+
+static void sf_poll_fn(struct work_struct *work)
+{
+	struct sf_dev *d = container_of(to_delayed_work(work), struct sf_dev, poll);
+
+	if (d->broken)
+		// ruleid: self-flush-deadlock
+		cancel_delayed_work_sync(to_delayed_work(work));
+}
+
+static void sf_event_fn(struct work_struct *work)
+{
+	struct sf_dev *d = container_of(work, struct sf_dev, event);
+
+	// ruleid: self-flush-deadlock
+	disable_work_sync(&d->event);
+}
+
+static void sf_release(struct sf_dev *d)
+{
+	struct workqueue_struct *wq = d->aux;
+
+	wq = d->wq;
+	d->wq = NULL;
+	// ruleid: self-flush-deadlock
+	destroy_workqueue(wq);
+}
+
+static void sf_stop_fn(struct work_struct *work)
+{
+	struct sf_dev *d = container_of(work, struct sf_dev, stop);
+
+	sf_release(d);
+}
+
+static void sf_global_fn(struct work_struct *work);
+static DECLARE_WORK(sf_global_work, sf_global_fn);
+
+static void sf_global_fn(struct work_struct *work)
+{
+	// ruleid: self-flush-deadlock
+	flush_work(&sf_global_work);
+}
+
+int sf_probe(struct sf_dev *d)
+{
+	d->wq = alloc_workqueue("sf", WQ_UNBOUND, 0);
+	d->aux = alloc_workqueue("sf-aux", WQ_UNBOUND, 0);
+	INIT_WORK(&d->reset, sf_reset_fn);
+	INIT_WORK(&d->other, sf_other_fn);
+	INIT_WORK(&d->event, sf_event_fn);
+	INIT_WORK(&d->stop, sf_stop_fn);
+	INIT_DELAYED_WORK(&d->poll, sf_poll_fn);
+	queue_work(d->wq, &d->reset);
+	queue_work(d->aux, &d->other);
+	queue_work(d->wq, &d->stop);
+	schedule_work(&d->event);
+	schedule_delayed_work(&d->poll, HZ);
+	schedule_work(&sf_global_work);
+	return 0;
+}
+
+void sf_remove(struct sf_dev *d)
+{
+	sf_stop(d, false);
+	cancel_work_sync(&d->other);
+	flush_work(&d->event);
+	destroy_workqueue(d->aux);
+	destroy_workqueue(d->wq);
+}
+
+/* Works that only seem to wait for themselves: a bit the path knows is set, a label only
+ * the ways that kept it reach, and a queue allocated again before it is destroyed. */
+
+#define SP_RESET 0
+
+struct sp_dev {
+	struct workqueue_struct *wq;
+	struct work_struct work, reset;
+	unsigned long state;
+	int broken;
+};
+
+static void sp_deinit(struct sp_dev *d)
+{
+	if (!test_bit(SP_RESET, &d->state))
+		// ok: self-flush-deadlock
+		cancel_work_sync(&d->work);
+}
+
+static int sp_restart(struct sp_dev *d)
+{
+	if (d->broken)
+		goto err_deinit;
+	clear_bit(SP_RESET, &d->state);
+	return 0;
+
+err_deinit:
+	sp_deinit(d);
+	return -1;
+}
+
+static void sp_work_fn(struct work_struct *work)
+{
+	struct sp_dev *d = container_of(work, struct sp_dev, work);
+
+	if (!test_bit(SP_RESET, &d->state))
+		return;
+	sp_restart(d);
+}
+
+static void sp_free_queue(struct sp_dev *d)
+{
+	// ok: self-flush-deadlock
+	destroy_workqueue(d->wq);
+}
+
+static int sp_reinit(struct sp_dev *d)
+{
+	d->wq = alloc_workqueue("sp-new", WQ_UNBOUND, 0);
+	if (!d->wq)
+		return -1;
+	if (d->broken)
+		goto err;
+	return 0;
+err:
+	sp_free_queue(d);
+	return -1;
+}
+
+static void sp_reset_fn(struct work_struct *work)
+{
+	struct sp_dev *d = container_of(work, struct sp_dev, reset);
+
+	sp_reinit(d);
+}
+
+int sp_probe(struct sp_dev *d)
+{
+	d->wq = alloc_workqueue("sp", WQ_UNBOUND, 0);
+	INIT_WORK(&d->work, sp_work_fn);
+	INIT_WORK(&d->reset, sp_reset_fn);
+	queue_work(d->wq, &d->work);
+	queue_work(d->wq, &d->reset);
+	return 0;
+}
+
+static void sp_close(struct sp_dev *d, bool tx)
+{
+	// ok: self-flush-deadlock
+	if (tx && cancel_work_sync(&d->reset))
+		d->broken = 0;
+}
+
+static void sp_close_fn(struct work_struct *work)
+{
+	struct sp_dev *d = container_of(work, struct sp_dev, reset);
+
+	sp_close(d, false);
+}
+
+void sp_setup_close(struct sp_dev *d)
+{
+	INIT_WORK(&d->reset, sp_close_fn);
+	schedule_work(&d->reset);
+}
+
+#define SP_HARD 1
+#define SP_FROM_THREAD 2
+
+static void sp_cleanup(struct sp_dev *d)
+{
+	// ok: self-flush-deadlock
+	cancel_work_sync(&d->work);
+}
+
+static int sp_hw_reset(struct sp_dev *d, unsigned int flags)
+{
+	bool hard, from_thread;
+
+	hard = !!(flags & SP_HARD);
+	from_thread = !!(flags & SP_FROM_THREAD);
+again:
+	if (hard && !from_thread) {
+		queue_work(d->wq, &d->reset);
+		return 0;
+	}
+	sp_cleanup(d);
+	if (d->broken) {
+		hard = true;
+		goto again;
+	}
+	return 0;
+}
+
+static void sp_beat_fn(struct work_struct *work)
+{
+	struct sp_dev *d = container_of(work, struct sp_dev, work);
+
+	sp_hw_reset(d, SP_HARD);
+}
+
+void sp_setup_beat(struct sp_dev *d)
+{
+	INIT_WORK(&d->work, sp_beat_fn);
+	schedule_work(&d->work);
+}
