@@ -204,6 +204,24 @@ SELF_WAITS = {
     "cancel_work_sync": ("work", 0), "cancel_delayed_work_sync": ("work", 0),
     "disable_work_sync": ("work", 0), "disable_delayed_work_sync": ("work", 0),
 }
+# The calls that tell whether they dropped the last reference to an object (include/linux/
+# refcount.h, atomic.h, kref.h, the same in 6.1, 6.12, 7.2 and 7.3): what such a test guards
+# is the teardown of an object nothing else holds, and a work holds a reference to what it
+# works on while it runs (its caller's or its own), so a path through such a guard is not
+# taken as the work's own (scan.guards).
+LAST_REFERENCE = frozenset({
+    "refcount_dec_and_test", "refcount_dec_and_lock", "refcount_dec_and_lock_irqsave",
+    "refcount_dec_and_mutex_lock", "refcount_sub_and_test", "atomic_dec_and_test",
+    "atomic_long_dec_and_test", "atomic64_dec_and_test", "atomic_sub_and_test", "atomic_dec_and_lock",
+    "atomic_dec_and_lock_irqsave", "atomic_dec_and_mutex_lock", "kref_put", "kref_put_mutex", "kref_put_lock",
+})
+# The flag of a queue whose works do not run while tasks are frozen for a system suspend
+# (freeze_workqueues_begin() before the devices' suspend callbacks, thaw_workqueues() after
+# their resume): on such a queue a work never sees a device's suspended state set.
+FREEZABLE_FLAG = "WQ_FREEZABLE"
+# The system queues allocated with it (kernel/workqueue.c, 6.1 to 7.3), for a scan that does
+# not read their allocation.
+FREEZABLE_SYSTEM_QUEUES = ("system_freezable_wq", "system_freezable_power_efficient_wq")
 # The flag check_flush_dependency() asks of both queues, and the one that exempts the flusher.
 RESCUER_FLAG = "WQ_MEM_RECLAIM"
 LEGACY_FLAG = "__WQ_LEGACY"

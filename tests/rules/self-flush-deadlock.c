@@ -269,3 +269,91 @@ void sp_setup_beat(struct sp_dev *d)
 	INIT_WORK(&d->work, sp_beat_fn);
 	schedule_work(&d->work);
 }
+
+/* A teardown reached only when a reference count drops to zero: the work holds a reference
+ * to the object while it runs, so that path is not its own. */
+struct sr_dev {
+	struct workqueue_struct *wq;
+	struct work_struct recv;
+	refcount_t refs;
+	struct kref kref;
+	atomic_t users;
+};
+
+static void sr_remove(struct sr_dev *d)
+{
+	// ok: self-flush-deadlock
+	destroy_workqueue(d->wq);
+}
+
+static void sr_put(struct sr_dev *d)
+{
+	if (!refcount_dec_and_test(&d->refs))
+		return;
+	sr_remove(d);
+}
+
+static void sr_release(struct sr_dev *d)
+{
+	if (atomic_dec_and_test(&d->users))
+		sr_remove(d);
+}
+
+static void sr_recv_fn(struct work_struct *work)
+{
+	struct sr_dev *d = container_of(work, struct sr_dev, recv);
+
+	sr_put(d);
+	sr_release(d);
+}
+
+int sr_probe(struct sr_dev *d)
+{
+	d->wq = alloc_workqueue("sr", WQ_UNBOUND, 0);
+	INIT_WORK(&d->recv, sr_recv_fn);
+	queue_work(d->wq, &d->recv);
+	return 0;
+}
+
+/* A freezable queue's work does not run while the system is suspended: a wait guarded by the
+ * device's suspended state is not on its path; the same guard on any other queue is. */
+struct sz_dev {
+	struct workqueue_struct *wq;
+	struct work_struct restart, poll;
+	bool suspended;
+};
+
+static void sz_reconfig(struct sz_dev *d, struct work_struct *which)
+{
+	bool suspended = d->suspended;
+
+	if (suspended && which == &d->restart)
+		// ok: self-flush-deadlock
+		cancel_work_sync(&d->restart);
+	if (d->suspended)
+		// ruleid: self-flush-deadlock
+		cancel_work_sync(&d->poll);
+}
+
+static void sz_restart_fn(struct work_struct *work)
+{
+	struct sz_dev *d = container_of(work, struct sz_dev, restart);
+
+	sz_reconfig(d, work);
+}
+
+static void sz_poll_fn(struct work_struct *work)
+{
+	struct sz_dev *d = container_of(work, struct sz_dev, poll);
+
+	sz_reconfig(d, work);
+}
+
+void sz_start(struct sz_dev *d)
+{
+	INIT_WORK(&d->restart, sz_restart_fn);
+	INIT_WORK(&d->poll, sz_poll_fn);
+	queue_work(system_freezable_wq, &d->restart);
+	d->wq = alloc_workqueue("sz", WQ_UNBOUND, 0);
+	queue_work(d->wq, &d->poll);
+}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from wqlint import api
 from wqlint.scan import parser
 from wqlint.scan.ctext import parse_int
 
@@ -28,7 +29,13 @@ _SET_BITS = {"set_bit": 1, "__set_bit": 1, "clear_bit": 0, "__clear_bit": 0}
 _TEST_AND_SET = {"test_and_set_bit": 1, "test_and_clear_bit": 0}
 _TEST_BITS = ("test_bit", "variable_test_bit", "constant_test_bit")
 _TRANSPARENT = ("likely", "unlikely", "READ_ONCE", "data_race")
+# A state a name says the device is in while it is suspended (`suspended`, `->is_suspended`,
+# `->suspending`), not a callback (`->suspend`).
+_SUSPENDED_RE = re.compile(r"suspend(?:ed|ing)$", re.I)
 Facts = dict  # name -> int, an upper-case name, or a frozenset of them OR-ed
+# What the whole path assumes, carried into every callee (passed()):
+LAST_REF = "path:last-reference"  # 0: no call on the path drops the last reference (api.LAST_REFERENCE)
+SUSPENDED = "path:suspended"  # 0: the work cannot run while the system is suspended (api.FREEZABLE_FLAG)
 
 
 def on_path(node, top, facts: Facts) -> bool:
@@ -231,7 +238,7 @@ def _descendants(node, kind: str) -> list:
 def passed(call, callee_params: list, facts: Facts) -> Facts:
     """The facts a callee starts with: its parameters bound to the constants the call
     passes, and the members and bits known at the call."""
-    out = {k: v for k, v in facts.items() if k.startswith(("->", "bit:", "="))}
+    out = {k: v for k, v in facts.items() if k.startswith(("->", "bit:", "=", "path:"))}
     for name, arg in zip(callee_params, _args(call)):
         value = constant(arg, facts)
         if name and value is not None:
@@ -313,7 +320,13 @@ def truth(node, facts: Facts) -> Optional[bool]:
         if fn in _TEST_BITS and args:
             got = facts.get("bit:" + parser.text(args[0]))
             return None if got is None else bool(got)
+        if fn in api.LAST_REFERENCE:
+            got = facts.get(LAST_REF)
+            return None if got is None else bool(got)
         return None
+    if kind in ("identifier", "field_expression") and SUSPENDED in facts \
+            and _SUSPENDED_RE.search(_member(node) if kind == "field_expression" else parser.text(node)):
+        return bool(facts[SUSPENDED])
     value = constant(node, facts) if kind in ("number_literal", "true", "false", "null", "identifier",
                                               "field_expression") else None
     if value is None or isinstance(value, str):

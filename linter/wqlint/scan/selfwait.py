@@ -311,7 +311,7 @@ class SelfWaits:
         if start is None:
             return []
         # [(scope, facts, [(call node, scope)])] of the ways down the path so far
-        ways: list = [(start, {}, [])]
+        ways: list = [(start, self._assumed(brel, bline, fn), [])]
         for callee, callee_rel in path:
             nxt = []
             for scope, facts, hops in ways:
@@ -337,6 +337,24 @@ class SelfWaits:
                 if got is not None:
                     out.append(got)
         return out
+
+    def _assumed(self, brel: str, bline: int, fn: str) -> dict:
+        """What the whole path of work function fn (bound at brel:bline) may take as known
+        (scan.guards): no call on it drops the last reference to an object (the work holds
+        one), and, when every queue the work is put on is freezable (api.FREEZABLE_FLAG),
+        that the system is not suspended while it runs."""
+        facts = {guards.LAST_REF: 0}
+        binding = self._binding(brel, bline, fn)
+        src = self.index.source(brel)
+        if binding is None or src is None:
+            return facts
+        target = self.model.target_of(api.FLUSH_CALLS_BY_NAME["flush_work"], binding[0],
+                                      Scope(src, src.chunk_at(bline)))
+        if target is not None and target.complete and (target.sites or target.system) and (
+                self.model.always_has(target.sites, api.FREEZABLE_FLAG) if target.sites
+                else target.system in api.FREEZABLE_SYSTEM_QUEUES):
+            facts[guards.SUSPENDED] = 0
+        return facts
 
     def _self(self, call, scope: Scope, name: str, hops: list, start: Scope, brel: str, bline: int):
         """The SelfWait of a wait call (in scope, reached along hops from the work function

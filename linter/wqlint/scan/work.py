@@ -29,6 +29,7 @@ from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
 from wqlint.scan.suppress import suppressed
+from wqlint.scan.values import evaluate
 from wqlint.scan.site import Flow, Key, Site, Target
 from wqlint.scan.source import call_at
 
@@ -469,6 +470,15 @@ class WorkModel:
         if arg.type == "identifier" and scope.kind == "function" and parser.text(arg) in scope.local_decls():
             return None  # a local: what it holds is not followed (a variable of that name elsewhere is another)
         return self.target_of(spec, self.key_of(arg, scope), scope)
+
+    def always_has(self, sites, flag: str) -> bool:
+        """Is flag set in every value the flags of each of sites may take?"""
+        bit = self.engine.bits().bit(flag)
+        for site in sites:
+            values, complete = evaluate(site.flags, 1)
+            if not bit or not complete or not values or any(not v & bit for v in values):
+                return False
+        return True
 
     def target_of(self, spec, key: Optional[Key], scope: Scope) -> Optional[Target]:
         """What a flush of key (named in scope) waits for."""
