@@ -152,3 +152,89 @@ int lg_probe(struct lg_dev *lg)
 	queue_work(lg->wq, &lg->work);
 	return 0;
 }
+
+/* A queue allocated in the function that destroys it on its error exit, before anything was
+ * queued on it: __flush_workqueue() returns at "nothing to flush". Once a work is queued on
+ * it, the destroy waits for that work. */
+struct fr_dev {
+	struct workqueue_struct *wq;
+	struct workqueue_struct *q, *busy;
+	struct work_struct setup, job;
+	int err;
+};
+
+static void fr_job_fn(struct work_struct *w)
+{
+}
+
+static int fr_alloc(struct fr_dev *fr)
+{
+	fr->q = alloc_workqueue("fr-q", WQ_UNBOUND, 0);
+	if (!fr->q)
+		return -ENOMEM;
+	if (fr->err)
+		goto fail;
+	return 0;
+fail:
+	// ok: reclaim-flush-dependency
+	destroy_workqueue(fr->q);
+	return -EINVAL;
+}
+
+static int fr_alloc_busy(struct fr_dev *fr)
+{
+	fr->busy = alloc_workqueue("fr-busy", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!fr->busy)
+		return -ENOMEM;
+	queue_work(fr->busy, &fr->job);
+	if (fr->err)
+		goto fail;
+	return 0;
+fail:
+	// ruleid: reclaim-flush-dependency
+	destroy_workqueue(fr->busy);
+	return -EINVAL;
+}
+
+static void fr_setup_fn(struct work_struct *w)
+{
+	struct fr_dev *fr = container_of(w, struct fr_dev, setup);
+
+	fr_alloc(fr);
+	fr_alloc_busy(fr);
+}
+
+int fr_probe(struct fr_dev *fr)
+{
+	fr->wq = alloc_workqueue("fr", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	INIT_WORK(&fr->setup, fr_setup_fn);
+	INIT_WORK(&fr->job, fr_job_fn);
+	queue_work(fr->wq, &fr->setup);
+	return 0;
+}
+
+/* A work that destroys the queue it runs on hangs there: a flush after it on its path is
+ * never reached. */
+struct bl_dev {
+	struct workqueue_struct *wq, *aux;
+	struct work_struct reset;
+};
+
+static void bl_reset_fn(struct work_struct *w)
+{
+	struct bl_dev *bl = container_of(w, struct bl_dev, reset);
+
+	// ruleid: self-flush-deadlock
+	destroy_workqueue(bl->wq);
+	// ok: reclaim-flush-dependency
+	flush_workqueue(bl->aux);
+}
+
+int bl_probe(struct bl_dev *bl)
+{
+	bl->wq = alloc_workqueue("bl", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	bl->aux = alloc_workqueue("bl-aux", WQ_UNBOUND, 0);
+	INIT_WORK(&bl->reset, bl_reset_fn);
+	queue_work(bl->wq, &bl->reset);
+	return 0;
+}

@@ -26,7 +26,7 @@ from wqlint.scan.targets import Focus, Targets, UsageError
 from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_api
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
-from wqlint.scan.selfwait import self_waits
+from wqlint.scan.selfwait import self_waits, unblocked
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
@@ -217,6 +217,7 @@ class Engine:
         uses = self.uses()
         flows = self._flows(sites, bits)
         waits = self._self_waits(sites)
+        flows = unblocked(flows, waits)
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
         read.update((rel, None) for rel in self.index.looked if not rel.startswith("<"))

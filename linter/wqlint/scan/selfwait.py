@@ -688,3 +688,28 @@ def _last_word(text: str) -> str:
         else text
     m = _WORD_RE.search(text)
     return m.group(1) if m else ""
+
+
+def unblocked(flows: list, waits: list) -> list:
+    """The flows whose path is not cut earlier by a wait of the same work for itself: where
+    a SelfWait and a Flow of one work binding leave their common path at calls of one
+    function, and the wait's call comes first, the work hangs there and never reaches the
+    flush (the SelfWait is the finding)."""
+    by_work: dict = {}
+    for w in waits:
+        by_work.setdefault((w.function, w.bound.path, w.bound.line), []).append(tuple(w.calls) + (w.wait,))
+    out = []
+    for f in flows:
+        steps = tuple(f.calls) + (f.flush,)
+        if not any(_cut(steps, ws) for ws in by_work.get((f.function, f.bound.path, f.bound.line), ())):
+            out.append(f)
+    return out
+
+
+def _cut(flow: tuple, wait: tuple) -> bool:
+    """Does the path wait leave the path flow, in the same function, at an earlier call?"""
+    for a, b in zip(flow, wait):
+        if (a.path, a.line) != (b.path, b.line):
+            return a.path == b.path and b.line < a.line
+    return False
+

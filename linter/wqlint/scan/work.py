@@ -431,6 +431,8 @@ class WorkModel:
                 continue
             step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
             if spec is not None:
+                if spec.waits_for == "queue" and _fresh(spec, call, scope):
+                    continue  # nothing was queued on it yet: the flush returns at once
                 # A flush of what a parameter holds is the caller's to name (a wrapper).
                 param = _param_of(spec, call, scope)
                 target = param if param >= 0 else self.target(spec, call, scope)
@@ -592,6 +594,7 @@ class WorkModel:
 
 
 _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
+_ALLOCATORS = frozenset(e.name for e in api.ENTRIES)
 # Calls never followed: the API's own (queueing, cancelling, binding) and the kernel's
 # primitives every function makes, whose bodies never flush a queue.
 _NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_BINDERS) | set(api.SCHEDULE_HELPERS)
@@ -647,6 +650,38 @@ def _param_node(node, scope: Scope) -> int:
     return scope.param_index(parser.text(node))
 
 
+def _fresh(spec, call, scope: Scope) -> bool:
+    """Is the queue a flush waits for allocated earlier in the same function, with no call
+    of that function queueing on it in between (the error exit of a setup:
+    `q->wq = alloc_workqueue(...); ... destroy_workqueue(q->wq);`)? Then the queue holds
+    nothing: __flush_workqueue() returns at "nothing to flush" before
+    check_flush_dependency(), and no work of it can be waited for."""
+    args = _args(call)
+    if spec.arg >= len(args) or scope.kind != "function":
+        return False
+    held = parser.text(args[spec.arg]).replace(" ", "")
+    allocated = None
+    for node in _descendants(scope.node, "assignment_expression"):
+        if node.start_byte >= call.start_byte:
+            break
+        right = node.child_by_field_name("right")
+        while right is not None and right.type in ("parenthesized_expression", "cast_expression"):
+            right = right.child_by_field_name("value") if right.type == "cast_expression" else right.named_children[0]
+        if right is not None and right.type == "call_expression" and _callee(right) in _ALLOCATORS \
+                and parser.text(node.child_by_field_name("left")).replace(" ", "") == held:
+            allocated = node
+    if allocated is None:
+        return False
+    for node in _descendants(scope.node, "call_expression"):
+        if allocated.start_byte < node.start_byte < call.start_byte:
+            qspec = _QUEUEING.get(_callee(node))
+            qargs = _args(node)
+            if qspec is not None and qspec.queue_arg < len(qargs) \
+                    and parser.text(qargs[qspec.queue_arg]).replace(" ", "") == held:
+                return False
+    return True
+
+
 def _unlikely(call, scope: Scope) -> bool:
     """Is the call made only on a path its function marks rare: in the branch of an
     `if (unlikely(...))` (vfree()'s `if (unlikely(vm->flags & VM_FLUSH_RESET_PERMS))
@@ -672,6 +707,11 @@ def _descendants(node, kind: str) -> list:
             out.append(cur)
         stack.extend(reversed(cur.named_children))
     return out
+
+
+def _callee(call) -> str:
+    fn = call.child_by_field_name("function")
+    return parser.text(fn) if fn is not None else ""
 
 
 def _args(call) -> list:
