@@ -357,3 +357,58 @@ void sz_start(struct sz_dev *d)
 	d->wq = alloc_workqueue("sz", WQ_UNBOUND, 0);
 	queue_work(d->wq, &d->poll);
 }
+
+/* What every call queueing the work leaves set holds where the work starts: a bit cleared
+ * before the only queue_work() keeps the guarded cancel off the work's path; where another
+ * call queues it without clearing the bit, the cancel is on it. */
+#define SQ_UP 0
+struct sq_dev {
+	struct workqueue_struct *wq;
+	struct delayed_work reset, poll;
+	unsigned long flags;
+};
+
+static void sq_down(struct sq_dev *d)
+{
+	if (test_bit(SQ_UP, &d->flags))
+		// ok: self-flush-deadlock
+		cancel_delayed_work_sync(&d->reset);
+	if (test_bit(SQ_UP, &d->flags))
+		// ruleid: self-flush-deadlock
+		cancel_delayed_work_sync(&d->poll);
+}
+
+static void sq_reset_fn(struct work_struct *work)
+{
+	struct sq_dev *d = container_of(work, struct sq_dev, reset.work);
+
+	sq_down(d);
+}
+
+static void sq_poll_fn(struct work_struct *work)
+{
+	struct sq_dev *d = container_of(work, struct sq_dev, poll.work);
+
+	sq_down(d);
+}
+
+void sq_error(struct sq_dev *d)
+{
+	clear_bit(SQ_UP, &d->flags);
+	queue_delayed_work(d->wq, &d->reset, 0);
+	clear_bit(SQ_UP, &d->flags);
+	queue_delayed_work(d->wq, &d->poll, 0);
+}
+
+void sq_kick(struct sq_dev *d)
+{
+	queue_delayed_work(d->wq, &d->poll, HZ);
+}
+
+int sq_probe(struct sq_dev *d)
+{
+	d->wq = alloc_workqueue("sq", WQ_UNBOUND, 0);
+	INIT_DELAYED_WORK(&d->reset, sq_reset_fn);
+	INIT_DELAYED_WORK(&d->poll, sq_poll_fn);
+	return 0;
+}
