@@ -293,10 +293,10 @@ def test_a_work_waiting_for_itself_is_reported_at_the_wait_with_its_chain():
     the near misses of the fixture (a mode parameter, current_work(), a member set before
     the call, BUG() before the wait, another item, another queue, the cancels that do not
     wait, a last-reference test, a suspended state on a freezable queue, a bit every
-    queueing call cleared) are silent."""
+    queueing call cleared, a state stored only after waiting for the work) are silent."""
     doc, _ = scan_json(SELF, "--kernel-version", "7.3")
     got = _self_waits(doc)
-    assert sorted(got) == [16, 30, 72, 80, 90, 106, 335, 378]
+    assert sorted(got) == [16, 30, 72, 80, 90, 106, 335, 378, 445]
     assert (got[16]["severity"], got[16]["column"]) == ("error", 2)
     assert [(s["line"], s["note"]) for s in got[16]["chain"]] == [
         (118, "queue_work() puts &d->reset on d->wq"),

@@ -412,3 +412,65 @@ int sq_probe(struct sq_dev *d)
 	INIT_DELAYED_WORK(&d->poll, sq_poll_fn);
 	return 0;
 }
+
+/* A state the teardown stores only after it waited for the work, and that every call
+ * queueing the work stores anew before it: the work never sees it, and its own cancel under
+ * that state is dead code. Where another function stores the same value without waiting,
+ * the work can see it. */
+struct st_dev {
+	struct workqueue_struct *wq;
+	struct delayed_work tick, poll;
+	atomic_t state;
+	int mode;
+};
+
+static void st_tick_fn(struct work_struct *work)
+{
+	struct st_dev *d = container_of(to_delayed_work(work), struct st_dev, tick);
+
+	if (!atomic_read(&d->state)) {
+		// ok: self-flush-deadlock
+		cancel_delayed_work_sync(&d->tick);
+		return;
+	}
+	queue_delayed_work(d->wq, &d->tick, HZ);
+}
+
+static void st_poll_fn(struct work_struct *work)
+{
+	struct st_dev *d = container_of(to_delayed_work(work), struct st_dev, poll);
+
+	if (d->mode == 0)
+		// ruleid: self-flush-deadlock
+		cancel_delayed_work_sync(&d->poll);
+}
+
+int st_run(struct st_dev *d, int state)
+{
+	atomic_set(&d->state, state);
+	queue_delayed_work(d->wq, &d->tick, HZ);
+	d->mode = state;
+	queue_delayed_work(d->wq, &d->poll, HZ);
+	return 0;
+}
+
+void st_halt(struct st_dev *d)
+{
+	cancel_delayed_work_sync(&d->tick);
+	atomic_set(&d->state, 0);
+	cancel_delayed_work_sync(&d->poll);
+	d->mode = 0;
+}
+
+void st_pause(struct st_dev *d)
+{
+	d->mode = 0;
+}
+
+int st_probe(struct st_dev *d)
+{
+	d->wq = alloc_workqueue("st", WQ_UNBOUND, 0);
+	INIT_DELAYED_WORK(&d->tick, st_tick_fn);
+	INIT_DELAYED_WORK(&d->poll, st_poll_fn);
+	return 0;
+}

@@ -29,6 +29,9 @@ _SET_BITS = {"set_bit": 1, "__set_bit": 1, "clear_bit": 0, "__clear_bit": 0}
 _TEST_AND_SET = {"test_and_set_bit": 1, "test_and_clear_bit": 0}
 _TEST_BITS = ("test_bit", "variable_test_bit", "constant_test_bit")
 _TRANSPARENT = ("likely", "unlikely", "READ_ONCE", "data_race")
+_ATOMIC_READS = ("atomic_read", "atomic_long_read", "atomic64_read")  # of &x->member
+_ATOMIC_SETS = ("atomic_set", "atomic_long_set", "atomic64_set")
+NOT = "!="  # a fact (NOT, v): the member holds anything but v
 # A state a name says the device is in while it is suspended (`suspended`, `->is_suspended`,
 # `->suspending`), not a callback (`->suspend`).
 _SUSPENDED_RE = re.compile(r"suspend(?:ed|ing)$", re.I)
@@ -165,12 +168,14 @@ def facts_before(node, top, facts: Facts) -> Facts:
                 fn, args = _callee(expr), _args(expr)
                 if fn in _SET_BITS and args and _CAPS_RE.match(parser.text(args[0])):
                     out["bit:" + parser.text(args[0])] = _SET_BITS[fn]
-                elif fn == "WRITE_ONCE" and len(args) == 2 and _member(args[0]):
+                elif (fn == "WRITE_ONCE" or fn in _ATOMIC_SETS) and len(args) == 2 \
+                        and _member(_address_of(args[0])):
+                    member = _member(_address_of(args[0]))
                     value = constant(args[1], out)
                     if value is None:
-                        out.pop(_member(args[0]), None)
+                        out.pop(member, None)
                     else:
-                        out[_member(args[0])] = value
+                        out[member] = value
     return out
 
 
@@ -276,10 +281,29 @@ def constant(node, facts: Facts):
         b = constant(node.child_by_field_name("right"), facts)
         sets = [frozenset([v]) if isinstance(v, str) else v for v in (a, b)]
         return sets[0] | sets[1] if all(isinstance(v, frozenset) for v in sets) else None
+    if kind == "call_expression" and _callee(node) in _ATOMIC_READS and len(_args(node)) == 1:
+        return facts.get(_member(_address_of(_args(node)[0])) or "")
     if kind in ("unary_expression", "binary_expression", "call_expression"):
         value = truth(node, facts)
         return None if value is None else int(value)
     return None
+
+
+def _address_of(node):
+    """x->member of &x->member."""
+    node = bare(node)
+    if node is not None and node.type == "pointer_expression" and parser.text(node).startswith("&"):
+        return node.child_by_field_name("argument")
+    return node
+
+
+def _holds(value) -> Optional[bool]:
+    """Is a known value true: an int, a set of named flags (never empty), or (NOT, 0)."""
+    if isinstance(value, tuple):
+        return True if value[1] == 0 else None
+    if value is None or isinstance(value, str):
+        return None
+    return bool(value)
 
 
 def truth(node, facts: Facts) -> Optional[bool]:
@@ -307,6 +331,9 @@ def truth(node, facts: Facts) -> Optional[bool]:
             return None
         if op in ("==", "!="):
             a, b = constant(left, facts), constant(right, facts)
+            marked = [v for v in (a, b) if isinstance(v, tuple)]
+            if marked:  # (NOT, v) against v: unequal
+                return (op == "!=") if marked[0][1] == (b if isinstance(a, tuple) else a) else None
             if isinstance(a, frozenset) or isinstance(b, frozenset):
                 return None
             if a is None or b is None or isinstance(a, str) != isinstance(b, str):
@@ -323,15 +350,14 @@ def truth(node, facts: Facts) -> Optional[bool]:
         if fn in api.LAST_REFERENCE:
             got = facts.get(LAST_REF)
             return None if got is None else bool(got)
+        if fn in _ATOMIC_READS:
+            return _holds(constant(node, facts))
         return None
     if kind in ("identifier", "field_expression") and SUSPENDED in facts \
             and _SUSPENDED_RE.search(_member(node) if kind == "field_expression" else parser.text(node)):
         return bool(facts[SUSPENDED])
-    value = constant(node, facts) if kind in ("number_literal", "true", "false", "null", "identifier",
-                                              "field_expression") else None
-    if value is None or isinstance(value, str):
-        return None
-    return bool(value)  # (a set of named flags is not empty)
+    return _holds(constant(node, facts) if kind in ("number_literal", "true", "false", "null", "identifier",
+                                                    "field_expression") else None)
 
 
 def _warns(cond) -> bool:
@@ -387,3 +413,37 @@ def _callee(call) -> str:
 def _args(call) -> list:
     lst = call.child_by_field_name("arguments")
     return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
+
+
+_ALLOCATORS = frozenset(e.name for e in api.ENTRIES)
+_QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
+
+
+def fresh(spec, call, scope) -> bool:
+    """Is the queue a flush (call, of api.FlushCall spec, in scope) waits for allocated
+    earlier in the same function, with no call of that function queueing on it in between
+    (the error exit of a setup: `q->wq = alloc_workqueue(...); ... destroy_workqueue(q->wq);`)?
+    Then the queue holds nothing: __flush_workqueue() returns at "nothing to flush" before
+    check_flush_dependency(), and no work of it can be waited for."""
+    given = _args(call)
+    if spec.waits_for != "queue" or scope.kind != "function" or spec.arg >= len(given):
+        return False
+    top = scope.node
+    held = parser.text(given[spec.arg]).replace(" ", "")
+    stores = [node for node in _descendants(top, "assignment_expression") if node.start_byte < call.start_byte
+              and parser.text(node.child_by_field_name("left")).replace(" ", "") == held]
+    allocated = max(stores, key=lambda n: n.start_byte, default=None)
+    if allocated is None:
+        return False
+    right = bare(allocated.child_by_field_name("right"))
+    if right is None or right.type != "call_expression" or _callee(right) not in _ALLOCATORS:
+        return False
+    for node in _descendants(top, "call_expression"):
+        if allocated.start_byte < node.start_byte < call.start_byte:
+            spec = _QUEUEING.get(_callee(node))
+            args = _args(node)
+            if spec is not None and spec.queue_arg < len(args) \
+                    and parser.text(args[spec.queue_arg]).replace(" ", "") == held:
+                return False
+    return True
+

@@ -28,6 +28,7 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import guards, parser
 from wqlint.scan.calls import MAX_DEPTH, dirs_near
+from wqlint.scan.assumed import assumed
 from wqlint.scan.ctext import short, split_args
 from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.site import SelfWait
@@ -39,7 +40,6 @@ MAX_WAIT_DEPTH = 4  # calls from a work function to the function that waits, loo
 MAX_REACHED = 400  # functions looked at from one work function
 MAX_PATHS = 3  # ways to one function kept
 MAX_QUEUED = 3  # calls queueing the work shown in the chain
-_QUEUEING = frozenset({c.name for c in api.QUEUE_CALLS} | set(api.SCHEDULE_WORK_ARG))
 
 _WAIT_RE = re.compile(r"\b(" + "|".join(sorted(api.SELF_WAITS, key=len, reverse=True)) + r")\s*\(")
 _BIND_RE = re.compile(r"\b(" + "|".join(sorted(api.WORK_BINDERS, key=len, reverse=True)) + r")\s*\(")
@@ -312,7 +312,7 @@ class SelfWaits:
         if start is None:
             return []
         # [(scope, facts, [(call node, scope)])] of the ways down the path so far
-        ways: list = [(start, self._assumed(brel, bline, fn), [])]
+        ways: list = [(start, assumed(self.index, self.model, self._binding(brel, bline, fn), brel, bline, fn), [])]
         for callee, callee_rel in path:
             nxt = []
             for scope, facts, hops in ways:
@@ -338,47 +338,6 @@ class SelfWaits:
                 if got is not None:
                     out.append(got)
         return out
-
-    def _assumed(self, brel: str, bline: int, fn: str) -> dict:
-        """What the whole path of work function fn (bound at brel:bline) may take as known
-        (scan.guards): no call on it drops the last reference to an object (the work holds
-        one), and, when every queue the work is put on is freezable (api.FREEZABLE_FLAG),
-        that the system is not suspended while it runs."""
-        facts = {guards.LAST_REF: 0}
-        binding = self._binding(brel, bline, fn)
-        src = self.index.source(brel)
-        if binding is None or src is None:
-            return facts
-        target = self.model.target_of(api.FLUSH_CALLS_BY_NAME["flush_work"], binding[0],
-                                      Scope(src, src.chunk_at(bline)))
-        if target is not None and target.complete and target.queued:
-            # What every call queueing the work leaves set before it (a bit cleared, a member
-            # stored) is known where the work starts.
-            agreed: Optional[dict] = None
-            for step in target.queued:
-                got = self._left_by(step)
-                agreed = got if agreed is None else {k: v for k, v in agreed.items() if got.get(k) == v}
-            facts.update(agreed or {})
-        if target is not None and target.complete and (target.sites or target.system) and (
-                self.model.always_has(target.sites, api.FREEZABLE_FLAG) if target.sites
-                else target.system in api.FREEZABLE_SYSTEM_QUEUES):
-            facts[guards.SUSPENDED] = 0
-        return facts
-
-    def _left_by(self, step: Step) -> dict:
-        """The members and bits the function of a queueing call at step sets before it."""
-        src = self.index.source(step.path)
-        if src is None:
-            return {}
-        chunk = src.chunk_at(step.line)
-        for _, caps in parser.matches("calls", chunk.root):
-            if parser.text(caps["call.name"]) in _QUEUEING and chunk.line_of(caps["call"]) == step.line:
-                scope = scope_of(chunk, caps["call"])
-                if scope.kind != "function":
-                    return {}
-                return {k: v for k, v in guards.facts_before(caps["call"], scope.node, {}).items()
-                        if k.startswith(("->", "bit:"))}
-        return {}
 
     def _self(self, call, scope: Scope, name: str, hops: list, start: Scope, brel: str, bline: int):
         """The SelfWait of a wait call (in scope, reached along hops from the work function

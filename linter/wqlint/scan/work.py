@@ -28,8 +28,8 @@ from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
+from wqlint.scan import guards
 from wqlint.scan.suppress import suppressed
-from wqlint.scan.values import evaluate
 from wqlint.scan.site import Flow, Key, Site, Target
 from wqlint.scan.source import call_at
 
@@ -357,9 +357,7 @@ class WorkModel:
 
     def _bindings(self, work: Key, near: str) -> list:
         out = self._every_binding(work, near)
-        # A binding in the file that queues the item wins over those of its neighbours.
-        own = [b for b in out if b[2] == near]
-        return own or out
+        return [b for b in out if b[2] == near] or out  # the queueing file's own wins
 
     def _every_binding(self, work: Key, near: str) -> list:
         out = []
@@ -431,7 +429,7 @@ class WorkModel:
                 continue
             step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
             if spec is not None:
-                if spec.waits_for == "queue" and _fresh(spec, call, scope):
+                if guards.fresh(spec, call, scope):
                     continue  # nothing was queued on it yet: the flush returns at once
                 # A flush of what a parameter holds is the caller's to name (a wrapper).
                 param = _param_of(spec, call, scope)
@@ -472,15 +470,6 @@ class WorkModel:
         if arg.type == "identifier" and scope.kind == "function" and parser.text(arg) in scope.local_decls():
             return None  # a local: what it holds is not followed (a variable of that name elsewhere is another)
         return self.target_of(spec, self.key_of(arg, scope), scope)
-
-    def always_has(self, sites, flag: str) -> bool:
-        """Is flag set in every value the flags of each of sites may take?"""
-        bit = self.engine.bits().bit(flag)
-        for site in sites:
-            values, complete = evaluate(site.flags, 1)
-            if not bit or not complete or not values or any(not v & bit for v in values):
-                return False
-        return True
 
     def target_of(self, spec, key: Optional[Key], scope: Scope) -> Optional[Target]:
         """What a flush of key (named in scope) waits for."""
@@ -594,7 +583,6 @@ class WorkModel:
 
 
 _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
-_ALLOCATORS = frozenset(e.name for e in api.ENTRIES)
 # Calls never followed: the API's own (queueing, cancelling, binding) and the kernel's
 # primitives every function makes, whose bodies never flush a queue.
 _NOT_FOLLOWED = frozenset(set(_QUEUEING) | set(api.FROM_CANCEL) | set(api.WORK_BINDERS) | set(api.SCHEDULE_HELPERS)
@@ -650,38 +638,6 @@ def _param_node(node, scope: Scope) -> int:
     return scope.param_index(parser.text(node))
 
 
-def _fresh(spec, call, scope: Scope) -> bool:
-    """Is the queue a flush waits for allocated earlier in the same function, with no call
-    of that function queueing on it in between (the error exit of a setup:
-    `q->wq = alloc_workqueue(...); ... destroy_workqueue(q->wq);`)? Then the queue holds
-    nothing: __flush_workqueue() returns at "nothing to flush" before
-    check_flush_dependency(), and no work of it can be waited for."""
-    args = _args(call)
-    if spec.arg >= len(args) or scope.kind != "function":
-        return False
-    held = parser.text(args[spec.arg]).replace(" ", "")
-    allocated = None
-    for node in _descendants(scope.node, "assignment_expression"):
-        if node.start_byte >= call.start_byte:
-            break
-        right = node.child_by_field_name("right")
-        while right is not None and right.type in ("parenthesized_expression", "cast_expression"):
-            right = right.child_by_field_name("value") if right.type == "cast_expression" else right.named_children[0]
-        if right is not None and right.type == "call_expression" and _callee(right) in _ALLOCATORS \
-                and parser.text(node.child_by_field_name("left")).replace(" ", "") == held:
-            allocated = node
-    if allocated is None:
-        return False
-    for node in _descendants(scope.node, "call_expression"):
-        if allocated.start_byte < node.start_byte < call.start_byte:
-            qspec = _QUEUEING.get(_callee(node))
-            qargs = _args(node)
-            if qspec is not None and qspec.queue_arg < len(qargs) \
-                    and parser.text(qargs[qspec.queue_arg]).replace(" ", "") == held:
-                return False
-    return True
-
-
 def _unlikely(call, scope: Scope) -> bool:
     """Is the call made only on a path its function marks rare: in the branch of an
     `if (unlikely(...))` (vfree()'s `if (unlikely(vm->flags & VM_FLUSH_RESET_PERMS))
@@ -707,11 +663,6 @@ def _descendants(node, kind: str) -> list:
             out.append(cur)
         stack.extend(reversed(cur.named_children))
     return out
-
-
-def _callee(call) -> str:
-    fn = call.child_by_field_name("function")
-    return parser.text(fn) if fn is not None else ""
 
 
 def _args(call) -> list:

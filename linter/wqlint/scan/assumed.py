@@ -1,0 +1,176 @@
+"""What the whole path of a work function may take as known where it starts (scan.guards'
+facts), beyond what its own statements set:
+
+- no call on the path drops the last reference to an object (api.LAST_REFERENCE): the work
+  holds a reference to what it works on while it runs;
+- on a queue that is freezable wherever the work is put (api.FREEZABLE_FLAG), the system is
+  not suspended while it runs;
+- what every call queueing the work sets before it (a bit cleared, a member stored);
+- a member a teardown stores a value into only right after it waited for the work itself
+  (`cancel_delayed_work_sync(&t->work); atomic_set(&t->state, 0);`), and that every call
+  queueing the work (but the work's own) stores anew before it, never holds that value while
+  the work runs.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from wqlint import api
+from wqlint.finding import Step
+from wqlint.scan import guards, parser
+from wqlint.scan.scope import Scope, scope_of
+from wqlint.scan.values import evaluate
+
+_QUEUEING = frozenset({c.name for c in api.QUEUE_CALLS} | set(api.SCHEDULE_WORK_ARG))
+_NOT_QUEUEING = frozenset(set(api.SELF_WAITS) | set(api.WORK_BINDERS) | {
+    "cancel_work", "cancel_delayed_work", "disable_work", "disable_delayed_work", "container_of",
+    "to_delayed_work", "work_pending", "delayed_work_pending", "work_busy", "INIT_WORK", "INIT_DELAYED_WORK"})
+_WAITS_FOR_ITEM = tuple(name for name, (what, _) in api.SELF_WAITS.items() if what == "work")
+_VALUE = r"(-?\d+|true|false|NULL|[A-Z_][A-Z0-9_]*)"
+# A store of a member (as text: `x->m = v;`, atomic_set(&x->m, v), WRITE_ONCE(x->m, v)).
+_STORE = (r"(?:->{m}[ \t]*=(?!=)[ \t]*([^;\n]*);"
+          r"|\b(?:atomic_set|atomic_long_set|atomic64_set)\([ \t]*&[\w.>-]*->{m}[ \t]*,[ \t]*([^;\n]*)\)[ \t]*;"
+          r"|\bWRITE_ONCE\([\w.>-]*->{m}[ \t]*,[ \t]*([^;\n]*)\)[ \t]*;)")
+# A wait for a work item, then the statement right after it storing a member.
+_WAIT_THEN_STORE = (r"\b(?:{waits})\([ \t]*&[\w.>-]*\b{item}[ \t]*\)[ \t]*;\s*"
+                    r"(?:[\w.>-]*->(\w+)[ \t]*=(?!=)[ \t]*{value}[ \t]*;"
+                    r"|(?:atomic_set|atomic_long_set|atomic64_set)\([ \t]*&[\w.>-]*->(\w+)[ \t]*,[ \t]*{value}[ \t]*\)"
+                    r"|WRITE_ONCE\([\w.>-]*->(\w+)[ \t]*,[ \t]*{value}[ \t]*\))")
+
+
+def assumed(index, model, binding, brel: str, bline: int, fn: str) -> dict:
+    """The facts the path of work function fn (bound at brel:bline to binding: (Key, Step),
+    or None) starts with."""
+    facts: dict = {guards.LAST_REF: 0}
+    src = index.source(brel)
+    if binding is None or src is None:
+        return facts
+    facts.update(_stopped(index, model, binding[0], brel, fn))
+    target = model.target_of(api.FLUSH_CALLS_BY_NAME["flush_work"], binding[0], Scope(src, src.chunk_at(bline)))
+    if target is None or not target.complete:
+        return facts
+    if target.queued:
+        agreed: Optional[dict] = None
+        for step in target.queued:
+            got = _left_by(index, step, binding[0].name)
+            agreed = got if agreed is None else {k: v for k, v in agreed.items() if got.get(k) == v}
+        facts.update(agreed or {})
+    if (target.sites or target.system) and (_always_has(model, target.sites, api.FREEZABLE_FLAG) if target.sites
+                                            else target.system in api.FREEZABLE_SYSTEM_QUEUES):
+        facts[guards.SUSPENDED] = 0
+    return facts
+
+
+def _always_has(model, sites, flag: str) -> bool:
+    """Is flag set in every value the flags of each of sites may take?"""
+    bit = model.engine.bits().bit(flag)
+    for site in sites:
+        values, complete = evaluate(site.flags, 1)
+        if not bit or not complete or not values or any(not v & bit for v in values):
+            return False
+    return True
+
+
+def _left_by(index, step: Step, item: str) -> dict:
+    """The members and bits the function of a queueing call at step sets before it."""
+    call, scope = _queueing_call(index, step, item)
+    if call is None or scope is None:
+        return {}
+    return {k: v for k, v in guards.facts_before(call, scope.node, {}).items() if k.startswith(("->", "bit:"))}
+
+
+def _queueing_call(index, step: Step, item: str):
+    """(call node, its function's Scope) of the call at step queueing the work item named
+    item (a call of the API, or of a wrapper given the item); (None, None) if none."""
+    src = index.source(step.path)
+    if src is None:
+        return None, None
+    chunk = src.chunk_at(step.line)
+    calls = [caps["call"] for _, caps in parser.matches("calls", chunk.root)
+             if chunk.line_of(caps["call"]) == step.line]
+    for call in sorted(calls, key=lambda c: (parser.text(c.child_by_field_name("function")) not in _QUEUEING,
+                                             c.start_byte)):
+        args = call.child_by_field_name("arguments")
+        if args is not None and re.search(r"\b" + re.escape(item) + r"\b", parser.text(args)):
+            scope = scope_of(chunk, call)
+            return (call, scope) if scope.kind == "function" else (None, None)
+    return None, None
+
+
+def _stopped(index, model, key, brel: str, fn: str) -> dict:
+    """{"->member": (NOT, value)} of the members that hold value only once the work stopped
+    for good: each store of value is the statement right after a wait for the work item,
+    and each call given the item (that may queue it: the API's or a wrapper) outside the
+    work function stores the member first."""
+    item = key.name
+    files = [brel] + [r for r in model.calls.files_near(brel) if r != brel]
+    texts = [(rel, index.text(rel) or b"") for rel in files]
+    if not any(item.encode() in data and b"_sync" in data for _, data in texts):
+        return {}
+    waits = "|".join(_WAITS_FOR_ITEM)
+    after = re.compile(_WAIT_THEN_STORE.format(waits=waits, item=re.escape(item), value=_VALUE).encode())
+    found: dict = {}  # member -> value
+    for _, data in texts:
+        if item.encode() not in data:
+            continue
+        for m in after.finditer(data):
+            member = (m.group(1) or m.group(3) or m.group(5)).decode()
+            value = (m.group(2) or m.group(4) or m.group(6)).decode()
+            found.setdefault(member, set()).add(value)
+    out = {}
+    for member, values in found.items():
+        if len(values) != 1:
+            continue
+        value = next(iter(values))
+        store = re.compile(_STORE.format(m=re.escape(member)).encode())
+        marked = re.compile(_WAIT_THEN_STORE.format(waits=waits, item=re.escape(item), value=_VALUE).encode())
+        stores = sum(1 for _, data in texts for x in store.finditer(data) if x.group(0) and
+                     (x.group(1) or x.group(2) or x.group(3) or b"").strip().decode() == value)
+        after_waits = sum(1 for _, data in texts for x in marked.finditer(data)
+                          if (x.group(1) or x.group(3) or x.group(5) or b"").decode() == member)
+        if stores != after_waits or not all(_stores_first(index, step, key, member, fn)
+                                            for step in _given(texts, item)):
+            continue
+        out["->" + member] = (guards.NOT, _number(value))
+    return out
+
+
+def _given(texts: list, item: str) -> list:
+    """Steps of the calls given &x->item other than the API's waits, cancels and bindings:
+    the calls that may queue it."""
+    given = re.compile(rb"\b(\w+)[ \t]*\([^;{}]*?&[\w.>-]*->" + re.escape(item.encode()) + rb"\b")
+    out = []
+    for rel, data in texts:
+        if item.encode() not in data:
+            continue
+        for m in given.finditer(data):
+            if m.group(1).decode() in _NOT_QUEUEING:
+                continue
+            line = data.count(b"\n", 0, m.start(1)) + 1
+            out.append(Step(rel, line, "", ""))
+    return out
+
+
+def _stores_first(index, step: Step, key, member: str, fn: str) -> bool:
+    """Does the function of the queueing call at step store member before it (or is it the
+    work function itself, which runs past its own tests before queueing itself again, or a
+    function of another struct's member of that name)?"""
+    call, scope = _queueing_call(index, step, key.name)
+    if call is None or scope is None:
+        return False
+    if scope.name == fn or (key.tag and re.search(rb"\bstruct\s+" + re.escape(key.tag.encode()) + rb"\b",
+                                                  scope.node.text) is None):
+        return True
+    text = scope.node.text[:call.start_byte - scope.node.start_byte]
+    return re.search(_STORE.format(m=re.escape(member)).encode(), text) is not None
+
+
+def _number(value: str):
+    """The constant a value's text is, as scan.guards compares them."""
+    if value in ("true", "false", "NULL"):
+        return 1 if value == "true" else 0
+    try:
+        return int(value, 0)
+    except ValueError:
+        return value
