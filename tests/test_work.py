@@ -55,10 +55,11 @@ def test_work_scheduled_on_a_system_queue_and_a_draining_destroy():
     # The advice says what can be done: a system queue cannot get a rescuer; rc-aux, one per
     # struct rc_dev, can, at a rescuer thread per device.
     assert got[77]["migration"] == (
-        "system_percpu_wq is a system queue, which cannot be given WQ_MEM_RECLAIM: do not wait for it from "
-        "rc's work (queue the wait elsewhere, or cancel instead of flushing).")
+        "system_percpu_wq is a system queue, which cannot be given WQ_MEM_RECLAIM: wait for it outside rc's "
+        "work (where that work is queued, or from a work on a queue without WQ_MEM_RECLAIM), or, if rc's work "
+        "is not needed to free memory, allocate rc without WQ_MEM_RECLAIM.")
     assert got[81]["migration"].startswith(
-        "Allocate rc-aux with WQ_MEM_RECLAIM if a rescuer thread for each object that holds such a queue is "
+        "Allocate rc-aux with WQ_MEM_RECLAIM if a rescuer kernel thread for each object that holds such a queue is "
         "acceptable (`wqlint fix --suggestions` adds the flag)")
     assert "no-fix=system:system_percpu_wq" in got[77]["hints"] and "per-object" in got[81]["hints"]
 
