@@ -49,8 +49,11 @@ def check(flow: Flow, ctx: CheckContext) -> list:
     warn = (f"\"workqueue: WQ_MEM_RECLAIM {qname}:{flow.function} is flushing !WQ_MEM_RECLAIM "
             f"{'/'.join(tnames)}:{(target.func or '%ps') if target.what == 'work' else '0x0'}\"")
     via = f" through {len(flow.calls)} call{'s' if len(flow.calls) > 1 else ''}" if flow.calls else ""
+    when = ("while the work waited for is pending or running (start_flush_work())" if target.what == "work"
+            else "while the queue has work in flight (__flush_workqueue() returns before its check when "
+                 "there is nothing to flush)")
     detail = (f"{flow.function}() runs on {qname} (WQ_MEM_RECLAIM) and{via} {what} waits for "
-              f"{'/'.join(tnames)}, which lacks WQ_MEM_RECLAIM; the kernel warns {warn}")
+              f"{'/'.join(tnames)}, which lacks WQ_MEM_RECLAIM; {when}, the kernel warns {warn}")
     chain = [_alloc_step(flow.site, qname, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
              *flow.calls, flow.flush, *target.queued[:MAX_TARGETS]]
     holders = dict(zip(map(id, tsites), target.holders))
