@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from wqlint.scan import assumed
 from wqlint.scan.search import definition_regex
 
 PACKAGE = REPO / "linter" / "wqlint"
@@ -51,6 +52,8 @@ RESOLVED = {
     "check/checker.py:mention.pattern + '|' + _QUEUES.pattern": (r"\b(?:name|other)\s*\(|\b(?:system_wq|name)\b",),
     "scan/search.py:definition_regex([token], python=True).encode()": (PYTHON_DEFINITION,),
     "scan/store.py:definition_regex([token], python=True).encode()": (PYTHON_DEFINITION,),
+    "scan/assumed.py:wait_then_store(item)": (assumed.wait_then_store("name"),),
+    "scan/assumed.py:store_of(member)": (assumed.store_of("name"),),
     "scan/kerneltree.py:pattern": (r'UTS_RELEASE\s+"(\d+)\.(\d+)(?:\.(\d+))?', r"^(\d+)\.(\d+)(?:\.(\d+))?"),
 }
 

@@ -28,10 +28,11 @@ _NOT_QUEUEING = frozenset(set(api.SELF_WAITS) | set(api.WORK_BINDERS) | {
     "to_delayed_work", "work_pending", "delayed_work_pending", "work_busy", "INIT_WORK", "INIT_DELAYED_WORK"})
 _WAITS_FOR_ITEM = tuple(name for name, (what, _) in api.SELF_WAITS.items() if what == "work")
 _VALUE = r"(-?\d+|true|false|NULL|[A-Z_][A-Z0-9_]*)"
+MAX_BEFORE = 200  # characters before an item's name looked at for the call it is given to
 # A store of a member (as text: `x->m = v;`, atomic_set(&x->m, v), WRITE_ONCE(x->m, v)).
-_STORE = (r"(?:->{m}[ \t]*=(?!=)[ \t]*([^;\n]*);"
-          r"|\b(?:atomic_set|atomic_long_set|atomic64_set)\([ \t]*&[\w.>-]*->{m}[ \t]*,[ \t]*([^;\n]*)\)[ \t]*;"
-          r"|\bWRITE_ONCE\([\w.>-]*->{m}[ \t]*,[ \t]*([^;\n]*)\)[ \t]*;)")
+_STORE = (r"(?:->{m}[ \t]*=(?!=)([^;\n]*);"
+          r"|\b(?:atomic_set|atomic_long_set|atomic64_set)\([ \t]*&[\w.>-]*->{m}[ \t]*,([^;\n]*)\)[ \t]*;"
+          r"|\bWRITE_ONCE\([\w.>-]*->{m}[ \t]*,([^;\n]*)\)[ \t]*;)")
 # A wait for a work item, then the statement right after it storing a member.
 _WAIT_THEN_STORE = (r"\b(?:{waits})\([ \t]*&[\w.>-]*\b{item}[ \t]*\)[ \t]*;\s*"
                     r"(?:[\w.>-]*->(\w+)[ \t]*=(?!=)[ \t]*{value}[ \t]*;"
@@ -108,8 +109,7 @@ def _stopped(index, model, key, brel: str, fn: str) -> dict:
     texts = [(rel, index.text(rel) or b"") for rel in files]
     if not any(item.encode() in data and b"_sync" in data for _, data in texts):
         return {}
-    waits = "|".join(_WAITS_FOR_ITEM)
-    after = re.compile(_WAIT_THEN_STORE.format(waits=waits, item=re.escape(item), value=_VALUE).encode())
+    after = re.compile(wait_then_store(item))
     found: dict = {}  # member -> value
     for _, data in texts:
         if item.encode() not in data:
@@ -123,11 +123,10 @@ def _stopped(index, model, key, brel: str, fn: str) -> dict:
         if len(values) != 1:
             continue
         value = next(iter(values))
-        store = re.compile(_STORE.format(m=re.escape(member)).encode())
-        marked = re.compile(_WAIT_THEN_STORE.format(waits=waits, item=re.escape(item), value=_VALUE).encode())
+        store = re.compile(store_of(member))
         stores = sum(1 for _, data in texts for x in store.finditer(data) if x.group(0) and
                      (x.group(1) or x.group(2) or x.group(3) or b"").strip().decode() == value)
-        after_waits = sum(1 for _, data in texts for x in marked.finditer(data)
+        after_waits = sum(1 for _, data in texts for x in after.finditer(data)
                           if (x.group(1) or x.group(3) or x.group(5) or b"").decode() == member)
         if stores != after_waits or not all(_stores_first(index, step, key, member, fn)
                                             for step in _given(texts, item)):
@@ -138,18 +137,39 @@ def _stopped(index, model, key, brel: str, fn: str) -> dict:
 
 def _given(texts: list, item: str) -> list:
     """Steps of the calls given &x->item other than the API's waits, cancels and bindings:
-    the calls that may queue it."""
-    given = re.compile(rb"\b(\w+)[ \t]*\([^;{}]*?&[\w.>-]*->" + re.escape(item.encode()) + rb"\b")
+    the calls that may queue it (the last call opened before it on its line)."""
+    member = b"->" + item.encode()
     out = []
     for rel, data in texts:
-        if item.encode() not in data:
-            continue
-        for m in given.finditer(data):
-            if m.group(1).decode() in _NOT_QUEUEING:
-                continue
-            line = data.count(b"\n", 0, m.start(1)) + 1
-            out.append(Step(rel, line, "", ""))
+        at = data.find(member)
+        while at >= 0:
+            end = at + len(member)
+            if end >= len(data) or not (data[end:end + 1].isalnum() or data[end:end + 1] == b"_"):
+                start = max(data.rfind(b"\n", 0, at) + 1, at - MAX_BEFORE)
+                callee = _last_call(data[start:at].decode("utf-8", "replace"))
+                if callee and callee not in _NOT_QUEUEING:
+                    out.append(Step(rel, data.count(b"\n", 0, at) + 1, "", ""))
+            at = data.find(member, end)
     return out
+
+
+def _last_call(text: str) -> str:
+    """The name of the last call opened in text and not closed."""
+    depth, i = 0, len(text) - 1
+    while i >= 0:
+        c = text[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            if depth == 0:
+                head = text[:i].rstrip(" \t")
+                j = len(head)
+                while j > 0 and (head[j - 1].isalnum() or head[j - 1] == "_"):
+                    j -= 1
+                return head[j:]
+            depth -= 1
+        i -= 1
+    return ""
 
 
 def _stores_first(index, step: Step, key, member: str, fn: str) -> bool:
@@ -163,7 +183,17 @@ def _stores_first(index, step: Step, key, member: str, fn: str) -> bool:
                                                   scope.node.text) is None):
         return True
     text = scope.node.text[:call.start_byte - scope.node.start_byte]
-    return re.search(_STORE.format(m=re.escape(member)).encode(), text) is not None
+    return re.search(store_of(member), text) is not None
+
+
+def store_of(member: str) -> bytes:
+    """The pattern of a store of member (_STORE)."""
+    return _STORE.format(m=re.escape(member)).encode()
+
+
+def wait_then_store(item: str) -> bytes:
+    """The pattern of a wait for item, then a store of a member (_WAIT_THEN_STORE)."""
+    return _WAIT_THEN_STORE.format(waits="|".join(_WAITS_FOR_ITEM), item=re.escape(item), value=_VALUE).encode()
 
 
 def _number(value: str):

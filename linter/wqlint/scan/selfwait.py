@@ -46,9 +46,9 @@ _BIND_RE = re.compile(r"\b(" + "|".join(sorted(api.WORK_BINDERS, key=len, revers
 # A line that may start a function's definition, up to the body's '{' (scan.calls reads the
 # same shape).
 _DEF_RE = re.compile(rb"(?m)^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
-_WORD_RE = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?$")
+_TOKEN_RE = re.compile(r"[A-Za-z_]\w*|->|\.")  # the names and member operators of an argument
 # An argument that is a name alone (a parameter or a local), or to_delayed_work() of one.
-_LOCAL_RE = re.compile(r"\s*(?:&?\s*to_\w+_work\s*\(\s*)?([A-Za-z_]\w*)\s*\)?\s*")
+_LOCAL_RE = re.compile(r"(?:&?\s*to_\w+_work\s*\(\s*)?([A-Za-z_]\w*)(?:\s*\))?")  # of stripped text
 
 
 
@@ -138,7 +138,7 @@ class SelfWaits:
             if not word:
                 continue
             works = [] if "(" in arg else list(self._works_of(what, arg, word, rel))
-            local = _LOCAL_RE.fullmatch(arg)
+            local = _LOCAL_RE.fullmatch(arg.strip())
             if local is not None:
                 # A name alone: a global, or a parameter or a local: the function's own work
                 # item when it is a work function, or what the local was given.
@@ -147,7 +147,7 @@ class SelfWaits:
                     continue
                 works += [(fn[2], brel, bline) for _work, brel, bline in self._bound_to(fn[2], rel) or ()]
                 given = _given_text(src, fn, local.group(1), line)
-                if given is not None and not _LOCAL_RE.fullmatch(given) and _last_word(given):
+                if given is not None and not _LOCAL_RE.fullmatch(given.strip()) and _last_word(given):
                     works += self._works_of(what, given, _last_word(given), rel)
             for work_fn, brel, bline in dict.fromkeys(works):
                 for path in self._paths(work_fn, brel, rel, line):
@@ -586,8 +586,8 @@ def _given_text(src, fn: tuple, name: str, line: int) -> Optional[str]:
     (_function_at()): `name = value;` or its initialiser; None when there is none."""
     body = src.slice(fn[0], line).decode("utf-8", "replace")
     got = None
-    for m in re.finditer(r"(?<![\w.>])" + re.escape(name) + r"\s*=(?!=)\s*([^;]+);", body):
-        got = m.group(1)
+    for m in re.finditer(r"(?<![\w.>])" + re.escape(name) + r"\s*=(?!=)([^;]+);", body):
+        got = m.group(1).lstrip()
     return got
 
 
@@ -665,12 +665,19 @@ def _first_arg(text: str) -> Optional[str]:
 
 def _last_word(text: str) -> str:
     """The name an argument's text ends with: `&priv->reset_work` reset_work, `&d->dw.work`
-    dw, `to_delayed_work(work)` work, `x->wq` wq."""
+    dw, `to_delayed_work(work)` work, `x->wq` wq, `x->q[i]` q."""
     text = text.strip().rstrip(")").strip()
-    text = re.sub(r"\s*(?:\.|->)\s*work$", "", text) if re.search(r"(?:\.|->)\s*\w+\s*(?:\.|->)\s*work$", text) \
-        else text
-    m = _WORD_RE.search(text)
-    return m.group(1) if m else ""
+    if text.endswith("]") and "[" in text:  # one subscript
+        text = text[:text.rindex("[")].rstrip()
+    tokens = _TOKEN_RE.findall(text)
+    if len(tokens) >= 5 and tokens[-1] == "work" and tokens[-2] in (".", "->") and tokens[-4] in (".", "->") \
+            and _is_name(tokens[-3]):
+        return tokens[-3]  # the delayed_work holding .work
+    return tokens[-1] if tokens and _is_name(tokens[-1]) and text.endswith(tokens[-1]) else ""
+
+
+def _is_name(token: str) -> bool:
+    return token[:1].isalpha() or token[:1] == "_"
 
 
 def unblocked(flows: list, waits: list) -> list:
