@@ -81,7 +81,7 @@ def ends(stmt, facts: Facts) -> bool:
         return True
     if stmt.type == "expression_statement":
         expr = next((c for c in stmt.named_children if c.type != "comment"), None)
-        return expr is not None and expr.type == "call_expression" and _callee(expr) in NORETURN
+        return expr is not None and expr.type == "call_expression" and parser.callee(expr) in NORETURN
     if stmt.type == "if_statement":
         cond = stmt.child_by_field_name("condition")
         then = stmt.child_by_field_name("consequence")
@@ -120,7 +120,7 @@ def facts_before(node, top, facts: Facts) -> Facts:
             if stmt == inner:
                 break
             prev = stmt
-            if _descendants(stmt, "goto_statement"):
+            if parser.of_kind(stmt, "goto_statement"):
                 at_goto.append((stmt, dict(out)))
             while stmt.type == "labeled_statement":
                 stmt = next((c for c in reversed(stmt.named_children) if c.type != "statement_identifier"), stmt)
@@ -134,8 +134,8 @@ def facts_before(node, top, facts: Facts) -> Facts:
                 negated = cond is not None and cond.type == "unary_expression" and \
                     parser.text(cond.child_by_field_name("operator")) == "!"
                 test = bare(cond.child_by_field_name("argument")) if negated else cond
-                if test is not None and test.type == "call_expression" and _callee(test) in _TEST_BITS:
-                    args = _args(test)
+                if test is not None and test.type == "call_expression" and parser.callee(test) in _TEST_BITS:
+                    args = parser.args(test)
                     if args and _CAPS_RE.match(parser.text(args[0])):
                         out["bit:" + parser.text(args[0])] = 1 if negated else 0
             if stmt.type in ("if_statement", "while_statement"):
@@ -144,10 +144,10 @@ def facts_before(node, top, facts: Facts) -> Facts:
                 cond = bare(stmt.child_by_field_name("condition"))
                 if cond is not None and cond.type == "unary_expression":
                     cond = bare(cond.child_by_field_name("argument"))
-                if cond is not None and cond.type == "call_expression" and _callee(cond) in _TEST_AND_SET:
-                    args = _args(cond)
+                if cond is not None and cond.type == "call_expression" and parser.callee(cond) in _TEST_AND_SET:
+                    args = parser.args(cond)
                     if args and _CAPS_RE.match(parser.text(args[0])):
-                        out["bit:" + parser.text(args[0])] = _TEST_AND_SET[_callee(cond)]
+                        out["bit:" + parser.text(args[0])] = _TEST_AND_SET[parser.callee(cond)]
                 continue
             if stmt.type != "expression_statement":
                 continue
@@ -165,7 +165,7 @@ def facts_before(node, top, facts: Facts) -> Facts:
                     else:
                         out[name] = value
             elif expr.type == "call_expression":
-                fn, args = _callee(expr), _args(expr)
+                fn, args = parser.callee(expr), parser.args(expr)
                 if fn in _SET_BITS and args and _CAPS_RE.match(parser.text(args[0])):
                     out["bit:" + parser.text(args[0])] = _SET_BITS[fn]
                 elif (fn == "WRITE_ONCE" or fn in _ATOMIC_SETS) and len(args) == 2 \
@@ -188,7 +188,7 @@ def _at_label(stmt, out: Facts, at_goto: list, prev, block) -> Facts:
 
     def goes_to(holder) -> bool:
         return any(g.named_children and parser.text(g.named_children[0]) == name
-                   for g in _descendants(holder, "goto_statement"))
+                   for g in parser.of_kind(holder, "goto_statement"))
     ways = [facts for holder, facts in at_goto if goes_to(holder)]
     if prev is None or not _branch_ends(prev):
         ways.append(out)
@@ -207,15 +207,15 @@ def _at_label(stmt, out: Facts, at_goto: list, prev, block) -> Facts:
 def _sets(node) -> list:
     """(fact, constant or None) of what the statements under node set (facts_before())."""
     out = []
-    for expr in _descendants(node, "assignment_expression"):
+    for expr in parser.of_kind(node, "assignment_expression"):
         left = bare(expr.child_by_field_name("left"))
         name = _member(left) or ("=" + parser.text(left) if left is not None and left.type == "identifier" else "")
         if name:
             value = constant(expr.child_by_field_name("right"), {}) \
                 if parser.text(expr.child_by_field_name("operator")) == "=" else None
             out.append((name, value))
-    for call in _descendants(node, "call_expression"):
-        fn, args = _callee(call), _args(call)
+    for call in parser.of_kind(node, "call_expression"):
+        fn, args = parser.callee(call), parser.args(call)
         if args and _CAPS_RE.match(parser.text(args[0])) and (fn in _SET_BITS or fn in _TEST_AND_SET):
             out.append(("bit:" + parser.text(args[0]), _SET_BITS.get(fn, _TEST_AND_SET.get(fn))))
     return out
@@ -230,21 +230,12 @@ def _branch_ends(stmt) -> bool:
     return stmt is not None and ends(stmt, {})
 
 
-def _descendants(node, kind: str) -> list:
-    out, stack = [], [node]
-    while stack:
-        cur = stack.pop()
-        if cur.type == kind:
-            out.append(cur)
-        stack.extend(cur.named_children)
-    return out
-
 
 def passed(call, callee_params: list, facts: Facts) -> Facts:
     """The facts a callee starts with: its parameters bound to the constants the call
     passes, and the members and bits known at the call."""
     out = {k: v for k, v in facts.items() if k.startswith(("->", "bit:", "=", "path:"))}
-    for name, arg in zip(callee_params, _args(call)):
+    for name, arg in zip(callee_params, parser.args(call)):
         value = constant(arg, facts)
         if name and value is not None:
             out[name] = value
@@ -281,8 +272,8 @@ def constant(node, facts: Facts):
         b = constant(node.child_by_field_name("right"), facts)
         sets = [frozenset([v]) if isinstance(v, str) else v for v in (a, b)]
         return sets[0] | sets[1] if all(isinstance(v, frozenset) for v in sets) else None
-    if kind == "call_expression" and _callee(node) in _ATOMIC_READS and len(_args(node)) == 1:
-        return facts.get(_member(_address_of(_args(node)[0])) or "")
+    if kind == "call_expression" and parser.callee(node) in _ATOMIC_READS and len(parser.args(node)) == 1:
+        return facts.get(_member(_address_of(parser.args(node)[0])) or "")
     if kind in ("unary_expression", "binary_expression", "call_expression"):
         value = truth(node, facts)
         return None if value is None else int(value)
@@ -341,7 +332,7 @@ def truth(node, facts: Facts) -> Optional[bool]:
             return (a == b) == (op == "==")
         return None
     if kind == "call_expression":
-        fn, args = _callee(node), _args(node)
+        fn, args = parser.callee(node), parser.args(node)
         if fn in _TRANSPARENT and len(args) == 1:
             return truth(args[0], facts)
         if fn in _TEST_BITS and args:
@@ -364,7 +355,7 @@ def _warns(cond) -> bool:
     """Is the condition a WARN_ON() (or _ONCE) of its own: a branch taken only when the
     kernel warns of a bug is not a path the code means to take."""
     cond = bare(cond)
-    return cond is not None and cond.type == "call_expression" and _callee(cond) in (
+    return cond is not None and cond.type == "call_expression" and parser.callee(cond) in (
         "WARN_ON", "WARN_ON_ONCE", "WARN", "WARN_ONCE")
 
 
@@ -405,14 +396,6 @@ def _member(node) -> str:
     return ""
 
 
-def _callee(call) -> str:
-    fn = call.child_by_field_name("function")
-    return parser.text(fn) if fn is not None and fn.type == "identifier" else ""
-
-
-def _args(call) -> list:
-    lst = call.child_by_field_name("arguments")
-    return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
 
 
 _ALLOCATORS = frozenset(e.name for e in api.ENTRIES)
@@ -425,23 +408,23 @@ def fresh(spec, call, scope) -> bool:
     (the error exit of a setup: `q->wq = alloc_workqueue(...); ... destroy_workqueue(q->wq);`)?
     Then the queue holds nothing: __flush_workqueue() returns at "nothing to flush" before
     check_flush_dependency(), and no work of it can be waited for."""
-    given = _args(call)
+    given = parser.args(call)
     if spec.waits_for != "queue" or scope.kind != "function" or spec.arg >= len(given):
         return False
     top = scope.node
     held = parser.text(given[spec.arg]).replace(" ", "")
-    stores = [node for node in _descendants(top, "assignment_expression") if node.start_byte < call.start_byte
+    stores = [node for node in parser.of_kind(top, "assignment_expression") if node.start_byte < call.start_byte
               and parser.text(node.child_by_field_name("left")).replace(" ", "") == held]
     allocated = max(stores, key=lambda n: n.start_byte, default=None)
     if allocated is None:
         return False
     right = bare(allocated.child_by_field_name("right"))
-    if right is None or right.type != "call_expression" or _callee(right) not in _ALLOCATORS:
+    if right is None or right.type != "call_expression" or parser.callee(right) not in _ALLOCATORS:
         return False
-    for node in _descendants(top, "call_expression"):
+    for node in parser.of_kind(top, "call_expression"):
         if allocated.start_byte < node.start_byte < call.start_byte:
-            spec = _QUEUEING.get(_callee(node))
-            args = _args(node)
+            spec = _QUEUEING.get(parser.callee(node))
+            args = parser.args(node)
             if spec is not None and spec.queue_arg < len(args) \
                     and parser.text(args[spec.queue_arg]).replace(" ", "") == held:
                 return False

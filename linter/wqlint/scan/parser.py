@@ -92,6 +92,23 @@ def text(node) -> str:
     return node.text.decode("utf-8", "replace") if node is not None else ""
 
 
+def of_kind(node, kind: str) -> list:
+    """The nodes of a kind at or below node, in the order of the text."""
+    return [n for n in descendants(node) if n.type == kind]
+
+
+def callee(call) -> str:
+    """The name a call_expression calls, when it calls a name ("" for a pointer)."""
+    fn = call.child_by_field_name("function")
+    return text(fn) if fn is not None and fn.type == "identifier" else ""
+
+
+def args(call) -> list:
+    """The argument nodes of a call_expression, without comments."""
+    lst = call.child_by_field_name("arguments")
+    return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
+
+
 def unparen(text: str) -> str:
     """text without blanks around it and without parentheses that enclose all of it."""
     text = text.strip()

@@ -343,7 +343,7 @@ class SelfWaits:
         """The SelfWait of a wait call (in scope, reached along hops from the work function
         start, bound at brel:bline) when it waits for that work item or a queue it is put on."""
         what, argi = api.SELF_WAITS[name]
-        args = _args(call)
+        args = parser.args(call)
         binding = self._binding(brel, bline, start.name)
         if argi >= len(args) or binding is None:
             return None
@@ -420,12 +420,12 @@ class SelfWaits:
                 if inner is not None and inner.type == "field_expression" and \
                         parser.text(inner.child_by_field_name("field")) == "work":
                     obj = guards.bare(inner.child_by_field_name("argument"))
-                    if obj is not None and obj.type == "call_expression" and _callee(obj).startswith("to_"):
+                    if obj is not None and obj.type == "call_expression" and parser.callee(obj).startswith("to_"):
                         node = obj
                         continue
                 return node, scope
-            if node.type == "call_expression" and re.fullmatch(r"to_\w+_work", _callee(node)):
-                args = _args(node)
+            if node.type == "call_expression" and re.fullmatch(r"to_\w+_work", parser.callee(node)):
+                args = parser.args(node)
                 if len(args) != 1:
                     return None, scope
                 node = args[0]
@@ -438,7 +438,7 @@ class SelfWaits:
                 if not hops:  # the work function's: its first is the work item
                     return ("self", scope) if index == 0 else (None, scope)
                 call, caller = hops[-1]
-                args = _args(call)
+                args = parser.args(call)
                 if index >= len(args):
                     return None, scope
                 node, scope, hops = args[index], caller, hops[:-1]
@@ -477,7 +477,7 @@ class SelfWaits:
                 node = inner.child_by_field_name("argument")
                 continue
             if kind == "call_expression":
-                fn, args = _callee(node), _args(node)
+                fn, args = parser.callee(node), parser.args(node)
                 if re.fullmatch(r"to_\w+_work", fn) and len(args) == 1:
                     node = args[0]
                     continue
@@ -498,7 +498,7 @@ class SelfWaits:
                 if not hops:
                     return ("work", (), path) if index == 0 else None
                 call, caller = hops[-1]
-                cargs = _args(call)
+                cargs = parser.args(call)
                 if index >= len(cargs):
                     return None
                 node, scope, hops = cargs[index], caller, hops[:-1]
@@ -521,7 +521,7 @@ class SelfWaits:
             macro = parser.text(caps["call.name"])
             if macro not in api.WORK_BINDERS or chunk.line_of(caps["call"]) != line:
                 continue
-            args = _args(caps["call"])
+            args = parser.args(caps["call"])
             wi, fi = api.WORK_BINDERS[macro]
             if max(wi, fi) >= len(args) or parser.text(args[fi]).lstrip("&").strip() != fn:
                 continue
@@ -634,14 +634,6 @@ def _calls_named(scope: Scope, name: str) -> list:
                    if parser.text(caps["call.name"]) == name), key=lambda c: c.start_byte)
 
 
-def _callee(call) -> str:
-    fn = call.child_by_field_name("function")
-    return parser.text(fn) if fn is not None and fn.type == "identifier" else ""
-
-
-def _args(call) -> list:
-    lst = call.child_by_field_name("arguments")
-    return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
 
 
 def _args_text(text: str) -> Optional[list]:

@@ -135,7 +135,7 @@ class WorkModel:
         """A local holding a new queue is stored somewhere later: `x->wq = wq;`."""
         if scope.node is None:
             return None
-        for node in _descendants(scope.node, "assignment_expression"):
+        for node in parser.of_kind(scope.node, "assignment_expression"):
             right = node.child_by_field_name("right")
             if right is not None and right.type == "identifier" and parser.text(right) == name:
                 key = self.key_of(node.child_by_field_name("left"), scope)
@@ -241,7 +241,7 @@ class WorkModel:
             if not self._near_call(rel, line, _QUEUEING_B) or self._not_queued_on(rel, line, key):
                 continue
             for call, spec, chunk in self._calls_around(rel, line, _QUEUEING):
-                args = _args(call)
+                args = parser.args(call)
                 if spec.queue_arg + 1 >= len(args):
                     continue
                 scope = scope_of(chunk, call)
@@ -284,7 +284,7 @@ class WorkModel:
         out = []
         for rel, line in lines:
             for call, _spec, chunk in self._calls_around(rel, line, {name: None}):
-                args = _args(call)
+                args = parser.args(call)
                 if param >= len(args):
                     continue
                 work = self.key_of(args[param], scope_of(chunk, call))
@@ -443,7 +443,7 @@ class WorkModel:
             for calls, flush, fspec, target, fcall, fscope in self._flushes(inner, callee, depth - 1,
                                                                              stack | {ident}):
                 if isinstance(target, int):  # the callee flushes its parameter: this call's argument
-                    args = _args(call)
+                    args = parser.args(call)
                     if target >= len(args):
                         continue
                     param = _param_node(args[target], scope)
@@ -463,7 +463,7 @@ class WorkModel:
             got = self.helpers.get(spec.name) or self.helpers.get("schedule_work")
             return Target("queue", Key("var", got[0]), tuple(self._sites_of(Key("var", got[0]), scope.src.rel)),
                           got[0]) if got else None
-        args = _args(call)
+        args = parser.args(call)
         if spec.arg >= len(args):
             return None
         arg = args[spec.arg]
@@ -488,7 +488,7 @@ class WorkModel:
             if b"queue" not in text and b"schedule" not in text:
                 continue
             for qcall, qspec, chunk in self._calls_around(rel, line, {**_QUEUEING, **_SCHEDULING}):
-                qargs = _args(qcall)
+                qargs = parser.args(qcall)
                 wi = qspec.queue_arg + 1 if isinstance(qspec, api.QueueCall) else qspec
                 if wi >= len(qargs):
                     continue
@@ -624,7 +624,7 @@ def _param_of(spec, call, scope: Scope) -> int:
     waits for (a wrapper of the flush), or -1."""
     if spec.waits_for == "helper":
         return -1
-    args = _args(call)
+    args = parser.args(call)
     return _param_node(args[spec.arg], scope) if spec.arg < len(args) else -1
 
 
@@ -655,19 +655,6 @@ def _unlikely(call, scope: Scope) -> bool:
     return False
 
 
-def _descendants(node, kind: str) -> list:
-    out, stack = [], [node]
-    while stack:
-        cur = stack.pop()
-        if cur.type == kind:
-            out.append(cur)
-        stack.extend(reversed(cur.named_children))
-    return out
-
-
-def _args(call) -> list:
-    lst = call.child_by_field_name("arguments")
-    return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
 
 
 def _split(text: str) -> Optional[list]:
