@@ -261,7 +261,6 @@ def _coccinelle(paths, cat, jobs, kernel_version, kernel=None):
     from pathlib import Path
 
     from wqlint import cocci
-    from wqlint.finding import Report
 
     for p in paths:
         if not os.path.lexists(p):
@@ -271,16 +270,11 @@ def _coccinelle(paths, cat, jobs, kernel_version, kernel=None):
     version = kernel_version or kernel_makefile or kversion.from_makefile(root) or kversion.DEFAULT_VERSION
     source = "--kernel-version" if kernel_version else kernel.version_from if kernel_makefile else "Makefile"
     try:
-        findings, errors = cocci.run(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs,
-                                     headers=kernel.find("include/linux/workqueue.h").parents[2]
-                                     if kernel is not None else None, version=version)
+        return cocci.report(root, [Path(os.path.abspath(p)) for p in paths], cat, jobs, version, source,
+                            headers=kernel.find("include/linux/workqueue.h").parents[2] if kernel is not None
+                            else None)
     except cocci.SpatchNotFound as exc:
         raise click.ClickException(str(exc)) from None
-    missing = cocci.not_covered(cat)
-    notes = [f"not covered by --engine coccinelle (no semantic patch, see semantic-patches/README.md): "
-             f"{', '.join(missing)}; the tree-sitter engine checks them"] if missing else []
-    return Report(root=str(root), findings=findings, errors=errors, notes=notes, kernel_version=version,
-                  kernel_version_source=source)
 
 
 def _write_atomic(path, text):

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from wqlint import api, errors, safeio, tools
-from wqlint.finding import Finding, InputError, Step, numbered
+from wqlint.finding import Finding, InputError, Report, Step, numbered
 from wqlint.project_files import locate
 
 ENGINE = "coccinelle"
@@ -70,6 +70,17 @@ def semantic_patches(catalogue, directory: Path | None = None) -> dict:
             if path.stem in ids:
                 found[path.stem] = path
     return found
+
+
+def report(root: Path, paths: list, cat, jobs: int, version, source: str, headers=None) -> Report:
+    """run() as a Report, the same as the tree-sitter engine's, with a note of the rules no
+    semantic patch covers (source: where the kernel version came from)."""
+    findings, errs = run(root, paths, cat, jobs, headers=headers, version=version)
+    missing = not_covered(cat)
+    notes = [f"not covered by --engine coccinelle (no semantic patch, see semantic-patches/README.md): "
+             f"{', '.join(missing)}; the tree-sitter engine checks them"] if missing else []
+    return Report(root=str(root), findings=findings, errors=errs, notes=notes, kernel_version=version,
+                  kernel_version_source=source)
 
 
 def not_covered(catalogue, directory: Path | None = None) -> list:
