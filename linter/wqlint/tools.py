@@ -377,12 +377,8 @@ def temp_dir(prefix: str) -> Iterator[str]:
     with _registry():
         path = tempfile.mkdtemp(prefix=prefix)
         _temps[path] = None
-    try:
+    with _held(path):
         yield path
-    finally:
-        _remove(path)
-        with _registry():
-            _temps.pop(path, None)
 
 
 @contextlib.contextmanager
@@ -391,8 +387,15 @@ def temp_path(path: str) -> Iterator[str]:
     removed when the block ends if it is there, or when a signal ends wqlint first."""
     with _registry():
         _temps[path] = None
-    try:
+    with _held(path):
         yield path
+
+
+@contextlib.contextmanager
+def _held(path: str) -> Iterator[None]:
+    """The block path is registered for: removed, and forgotten, when it ends."""
+    try:
+        yield
     finally:
         _remove(path)
         with _registry():
