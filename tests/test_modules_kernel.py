@@ -9,6 +9,9 @@ still finds it; a label whose text is gone must be read again):
   of the work it is meant to wait for (flush-queue-mismatch), and names a deprecated queue
   (deprecated-system-workqueue). On 6.1 the #if leaves it out. Its eight
   create_singlethread_workqueue() calls are legacy-create-workqueue on every version.
+  Not reported: vpmoct_load_complete_fn() destroys work->wq, the queue vpmoct_load_flash() runs
+  on, but it runs on system_wq: vpmoct_load_complete() binds the item anew and schedules it
+  there (self-flush-deadlock reads the binding before each queueing call).
 - zfs (module/os/linux/zfs/zvol_os.c, zvol_os_add_disk()): on 6.9+ kernels it queues the
   add_disk work with schedule_delayed_work() and then __flush_workqueue(system_wq), to wait
   for the fput work of the system queue: the same mismatch since the split. Its

@@ -474,3 +474,34 @@ int st_probe(struct st_dev *d)
 	INIT_DELAYED_WORK(&d->poll, st_poll_fn);
 	return 0;
 }
+
+/* One item bound to two functions in turn: the loader runs on the driver's queue and hands the
+ * item, bound anew, to a system queue, where the completion may destroy the driver's queue. */
+struct ld_work {
+	struct workqueue_struct *wq;
+	struct work_struct work;
+};
+
+static void ld_done_fn(struct work_struct *data)
+{
+	struct ld_work *w = container_of(data, struct ld_work, work);
+
+	// ok: self-flush-deadlock
+	destroy_workqueue(w->wq);
+}
+
+static void ld_load_fn(struct work_struct *data)
+{
+	struct ld_work *w = container_of(data, struct ld_work, work);
+
+	INIT_WORK(&w->work, ld_done_fn);
+	queue_work(system_long_wq, &w->work);
+}
+
+int ld_start(struct ld_work *w)
+{
+	w->wq = alloc_workqueue("ld", WQ_UNBOUND, 0);
+	INIT_WORK(&w->work, ld_load_fn);
+	queue_work(w->wq, &w->work);
+	return 0;
+}

@@ -10,6 +10,8 @@ facts), beyond what its own statements set:
   (`cancel_delayed_work_sync(&t->work); atomic_set(&t->state, 0);`), and that every call
   queueing the work (but the work's own) stores anew before it, never holds that value while
   the work runs.
+
+And a path that passes a wait of the work for itself goes no further (unblocked()).
 """
 from __future__ import annotations
 
@@ -204,3 +206,27 @@ def _number(value: str):
         return int(value, 0)
     except ValueError:
         return value
+
+
+def unblocked(flows: list, waits: list) -> list:
+    """The flows whose path is not cut earlier by a wait of the same work for itself: where
+    a SelfWait and a Flow of one work binding leave their common path at calls of one
+    function, and the wait's call comes first, the work hangs there and never reaches the
+    flush (the SelfWait is the finding)."""
+    by_work: dict = {}
+    for w in waits:
+        by_work.setdefault((w.function, w.bound.path, w.bound.line), []).append(tuple(w.calls) + (w.wait,))
+    out = []
+    for f in flows:
+        steps = tuple(f.calls) + (f.flush,)
+        if not any(_cut(steps, ws) for ws in by_work.get((f.function, f.bound.path, f.bound.line), ())):
+            out.append(f)
+    return out
+
+
+def _cut(flow: tuple, wait: tuple) -> bool:
+    """Does the path wait leave the path flow, in the same function, at an earlier call?"""
+    for a, b in zip(flow, wait):
+        if (a.path, a.line) != (b.path, b.line):
+            return a.path == b.path and b.line < a.line
+    return False

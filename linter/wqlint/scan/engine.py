@@ -26,7 +26,8 @@ from wqlint.scan.targets import Focus, Targets, UsageError
 from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_api
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
-from wqlint.scan.selfwait import self_waits, unblocked
+from wqlint.scan.assumed import unblocked
+from wqlint.scan.selfwait import self_waits
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:

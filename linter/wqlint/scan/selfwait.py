@@ -381,7 +381,7 @@ class SelfWaits:
             # The queued item must be the work's by name and struct (an unknown tag would let
             # another struct's member of the same name stand for it).
             on = [step for step, wk in self.model.queued_on(key, where.src.rel) if wk == work
-                  and (wk.kind == "var" or wk.tag)]
+                  and (wk.kind == "var" or wk.tag) and not self._rebound(step, work.name, start.name)]
             if not on:
                 return None
             queued = on
@@ -396,6 +396,23 @@ class SelfWaits:
                         calls=self._steps(hops),
                         wait=Step(src.rel, cl, src.line_text(cl).strip(), f"{scope.name}() calls {name}()"),
                         suppressed=suppressed(src, cl))
+
+    def _rebound(self, step: Step, item: str, fn: str) -> bool:
+        """Does the function of the queueing call at step bind item to a function other than
+        fn before it (`INIT_WORK(&w->work, load_fn); queue_work(w->wq, &w->work);`)? Then
+        that call queues the other function, whatever binds the item elsewhere."""
+        src = self.index.source(step.path)
+        if src is None:
+            return False
+        chunk = src.chunk_at(step.line)
+        bound = None
+        for line in range(chunk.first_line, step.line):
+            text = src.line_text(line)
+            m = _BIND_RE.search(text) if item in text else None
+            given = _args_text(text[m.end():]) if m else None
+            if given and len(given) >= 2 and _last_word(given[0]) == item:
+                bound = given[1].strip().lstrip("&").strip()
+        return bound is not None and bound != fn
 
     @staticmethod
     def _steps(hops: list) -> tuple:
@@ -670,28 +687,3 @@ def _last_word(text: str) -> str:
 
 def _is_name(token: str) -> bool:
     return token[:1].isalpha() or token[:1] == "_"
-
-
-def unblocked(flows: list, waits: list) -> list:
-    """The flows whose path is not cut earlier by a wait of the same work for itself: where
-    a SelfWait and a Flow of one work binding leave their common path at calls of one
-    function, and the wait's call comes first, the work hangs there and never reaches the
-    flush (the SelfWait is the finding)."""
-    by_work: dict = {}
-    for w in waits:
-        by_work.setdefault((w.function, w.bound.path, w.bound.line), []).append(tuple(w.calls) + (w.wait,))
-    out = []
-    for f in flows:
-        steps = tuple(f.calls) + (f.flush,)
-        if not any(_cut(steps, ws) for ws in by_work.get((f.function, f.bound.path, f.bound.line), ())):
-            out.append(f)
-    return out
-
-
-def _cut(flow: tuple, wait: tuple) -> bool:
-    """Does the path wait leave the path flow, in the same function, at an earlier call?"""
-    for a, b in zip(flow, wait):
-        if (a.path, a.line) != (b.path, b.line):
-            return a.path == b.path and b.line < a.line
-    return False
-
