@@ -119,6 +119,7 @@ QUEUE_CALLS = (
     QueueCall("drain_workqueue", 0, False),
 )
 QUEUE_CALLS_BY_NAME = {c.name: c for c in QUEUE_CALLS}
+QUEUEING = {c.name: c for c in QUEUE_CALLS if c.queues}  # the calls that put a work item on a queue
 
 
 # Later workqueue changes that kernels of an older series are known to carry: what a

@@ -24,7 +24,7 @@ from wqlint.scan import guards, parser
 from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.values import evaluate
 
-_QUEUEING = frozenset({c.name for c in api.QUEUE_CALLS} | set(api.SCHEDULE_WORK_ARG))
+_QUEUEING = frozenset(set(api.QUEUEING) | set(api.SCHEDULE_WORK_ARG))
 _NOT_QUEUEING = frozenset(set(api.SELF_WAITS) | set(api.WORK_BINDERS) | {
     "cancel_work", "cancel_delayed_work", "disable_work", "disable_delayed_work", "container_of",
     "to_delayed_work", "work_pending", "delayed_work_pending", "work_busy", "INIT_WORK", "INIT_DELAYED_WORK"})

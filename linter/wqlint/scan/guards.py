@@ -399,7 +399,6 @@ def _member(node) -> str:
 
 
 _ALLOCATORS = frozenset(e.name for e in api.ENTRIES)
-_QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
 
 
 def fresh(spec, call, scope) -> bool:
@@ -423,7 +422,7 @@ def fresh(spec, call, scope) -> bool:
         return False
     for node in parser.of_kind(top, "call_expression"):
         if allocated.start_byte < node.start_byte < call.start_byte:
-            spec = _QUEUEING.get(parser.callee(node))
+            spec = api.QUEUEING.get(parser.callee(node))
             args = parser.args(node)
             if spec is not None and spec.queue_arg < len(args) \
                     and parser.text(args[spec.queue_arg]).replace(" ", "") == held:

@@ -86,6 +86,7 @@ class SelfWaits:
         self._reached: dict = {}  # (function, rel) -> _reach()
         self._spans: dict = {}  # (function, rel) -> its lines (scan.calls)
         self._waits: dict = {}  # (rel, line, call) -> _at()
+        self._facts: dict = {}  # (rel, line, work function) -> _assumed()
 
     def _misses(self) -> tuple:
         return self.index.misses, self.text.misses
@@ -312,7 +313,7 @@ class SelfWaits:
         if start is None:
             return []
         # [(scope, facts, [(call node, scope)])] of the ways down the path so far
-        ways: list = [(start, assumed(self.index, self.model, self._binding(brel, bline, fn), brel, bline, fn), [])]
+        ways: list = [(start, self._assumed(brel, bline, fn), [])]
         for callee, callee_rel in path:
             nxt = []
             for scope, facts, hops in ways:
@@ -396,6 +397,16 @@ class SelfWaits:
                         calls=self._steps(hops),
                         wait=Step(src.rel, cl, src.line_text(cl).strip(), f"{scope.name}() calls {name}()"),
                         suppressed=suppressed(src, cl))
+
+    def _assumed(self, brel: str, bline: int, fn: str) -> dict:
+        """scan.assumed's facts for work function fn bound at brel:bline, once per work."""
+        got = self._facts.get((brel, bline, fn))
+        if got is None:
+            misses = self._misses()
+            got = assumed(self.index, self.model, self._binding(brel, bline, fn), brel, bline, fn)
+            if misses == self._misses():
+                self._facts[(brel, bline, fn)] = got
+        return dict(got)
 
     def _rebound(self, step: Step, item: str, fn: str) -> bool:
         """Does the function of the queueing call at step bind item to a function other than

@@ -38,7 +38,7 @@ MAX_OCCURRENCES = 3000  # lines naming a member that are looked at for one quest
 MAX_FLUSHES = 16  # flushes reached from one function
 MAX_TEXT_ROUNDS = 16  # searches of the subsystems' text for one round of the engine
 
-_QUEUEING = {c.name: c for c in api.QUEUE_CALLS if c.queues}
+_QUEUEING = api.QUEUEING
 _QUEUEING_B = tuple(n.encode() for n in covering(list(_QUEUEING)))
 _QUEUEING_CALL_RE = re.compile(r"\b(" + "|".join(sorted(_QUEUEING, key=len, reverse=True)) + r")\s*\(")
 
