@@ -45,7 +45,7 @@ LAYERS = (
                  "wqlint.cocci", "wqlint.patched", "wqlint.fix", "wqlint.fix.*", "wqlint.check.*")),
     ("formatters", ("wqlint.formatters", "wqlint.formatters.*")),
     # the command lines: `wqlint` (click) and `wqlint check` (Kbuild's checker)
-    ("commands", ("wqlint.cli", "wqlint.entry", "wqlint.__main__", "wqlint.check")),
+    ("commands", ("wqlint.cli", "wqlint.cli_phases", "wqlint.entry", "wqlint.__main__", "wqlint.check")),
 )
 
 

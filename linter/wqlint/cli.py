@@ -5,7 +5,6 @@ import os
 import re
 import sys
 import time
-
 from collections import Counter
 from pathlib import Path
 from typing import NoReturn
@@ -13,6 +12,7 @@ from typing import NoReturn
 import click
 
 from wqlint import __version__, catalogue as catalogue_mod, kversion
+from wqlint.cli_phases import phase, phases_option
 from wqlint.formatters import FORMATS
 from wqlint.machine import MAX_CPUS, NCPUS
 
@@ -184,6 +184,7 @@ def main():
 @click.option("--cache/--no-cache", default=True, show_default=True,
               help="Keep an index of the tree in $XDG_CACHE_HOME/wqlint (default ~/.cache) between runs.")
 @_min_severity_option
+@phases_option
 @_guarded("paths")
 def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules_path, kernel_tree, progress,
          cache, min_severity):
@@ -225,7 +226,8 @@ def scan(paths, fmt, output, jobs, engine, kernel_version, cpus, max_cpus, rules
     selected = _config(report.root, cat, min_severity, scanned=scanned)
     report.findings = selected.select(report.findings)
     report.suppressed = [(f, why) for f, why in report.suppressed if selected.keeps(f)]
-    _emit(FORMATS[fmt](report, cat), output, report, fmt)
+    with phase("output"):
+        _emit(FORMATS[fmt](report, cat), output, report, fmt)
 
 
 def _config(root, cat, min_severity=None, max_findings=None, scanned=None):
@@ -360,6 +362,7 @@ def rules_cmd(markdown, markdown_docs, rules_path):
               help="--format patchwork: the URL of the full report (the check's target_url).")
 @click.option("-j", "--jobs", type=click.IntRange(1, 256), default=None, help="Parallel jobs [all cores].")
 @_analysis_options
+@phases_option
 @_guarded("patches", "git_range")
 @_kernel_tree_option
 @click.option("--cache/--no-cache", default=True, show_default=True,
@@ -419,7 +422,8 @@ def review(patches, tree, git_range, fmt, output, show_all, series_id, reported_
 
     record = None if not update_reported else lambda: _write_atomic(  # once the reply is written, not before
         reported_path, intake.reported_text(reported_path, [result.fingerprint(c.finding) for c in result.comments]))
-    _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt, written=record)
+    with phase("output"):
+        _emit(REVIEW_FORMATS[fmt](result, cat, **kw), output, result, fmt, written=record)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": True,

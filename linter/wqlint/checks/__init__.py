@@ -14,6 +14,7 @@ import pkgutil
 
 from wqlint import catalogue
 from wqlint.finding import numbered
+from wqlint.scan.phases import timed
 from wqlint.scan.site import PARTS, Flow, QueueUse, SelfWait, Site, paths
 
 _SHARED = ("common", "context")  # what the rules share: helpers, and their context (CheckContext)
@@ -30,6 +31,7 @@ _ON_WAITS = tuple(m for m in REGISTRY.values() if "wait" in m.READS)
 _ON_SITES = tuple(m for m in REGISTRY.values() if m.READS <= PARTS)
 
 
+@timed("judging")
 def judge(sites, ctx) -> list:
     """The findings of every rule for the sites (allocations and queue uses), once each, in
     report order."""

@@ -17,6 +17,7 @@ from wqlint.finding import InputError, Report
 from wqlint.scan.cpp import Decider
 from wqlint.scan.index import TreeFiles, TreeIndex
 from wqlint.scan.options import ScanOptions
+from wqlint.scan.phases import timed
 from wqlint.scan.resolve import Resolver
 from wqlint.scan.site import ApiFacts, FlagBits
 from wqlint.scan.sites import SiteFinder
@@ -86,6 +87,7 @@ class Engine:
         """The files found to define an entry point of the API (an entry point calls another)."""
         return frozenset(self.finder.api_files)
 
+    @timed("resolution")
     def sites(self) -> list:
         """Every allocation site reachable from the paths, resolved but not yet judged."""
         self.targets.check_named_files(self.index.preloaded)
@@ -102,6 +104,7 @@ class Engine:
         self.api.warm_bits()
         return sites
 
+    @timed("resolution")
     def uses(self) -> list:
         """The QueueUse sites of the targets, without resolving allocations."""
         return QueueUses(self.index, self.resolver.macros, self.cpp, self.targets, self.focus).find(MAX_ROUNDS)
@@ -110,6 +113,7 @@ class Engine:
         """The WQ_* values as the API header defines them (or as the file near sees them)."""
         return self.api.bits(near)
 
+    @timed("work model")
     def _flows(self, sites, bits) -> list:
         """The work items put on queues allocated with api.RESCUER_FLAG whose functions reach a
         flush (scan.work), looked up round by round like the sites' values."""
@@ -148,6 +152,7 @@ class Engine:
             gc.unfreeze()
         return flows
 
+    @timed("work model")
     def _self_waits(self, sites) -> list:
         """The works that wait for themselves (scan.selfwait), at the waits in the paths."""
         if "wait" in self.options.unread:

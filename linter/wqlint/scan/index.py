@@ -18,6 +18,7 @@ from typing import Iterator, Optional
 from wqlint import safeio, tools
 from wqlint.finding import InputError
 from wqlint.scan.kerneltree import KERNEL_PREFIX
+from wqlint.scan.phases import timed
 from wqlint.scan.search import (IDENT_RE, LINE_START, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, covering,
                                 defines, definition_regex, records, rel_name)
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, digest, read_source, relpath
@@ -347,6 +348,7 @@ class TreeIndex:
             self._bases = bases
         return self._bases
 
+    @timed("search")
     def fetch_pending(self) -> bool:
         """Fetch every queued token; False when nothing was queued."""
         keys = sorted((k for k in self.pending if not isinstance(k, str) or k not in self.fetched), key=str)

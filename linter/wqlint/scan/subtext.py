@@ -19,6 +19,7 @@ import re
 from typing import Optional
 
 from wqlint import tools
+from wqlint.scan.phases import timed
 from wqlint.scan.search import IDENT_RE, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, records, rel_name
 
 # A line that may start a function's definition (its name before the parameters, at column
@@ -88,6 +89,7 @@ class SubsystemText:
         return got
 
     # -- answering -----------------------------------------------------------------------
+    @timed("search")
     def fetch(self) -> bool:
         """Answer every question queued; False when none was."""
         want_calls, self._want_calls = self._want_calls, set()
