@@ -400,3 +400,82 @@ def _held(path: str) -> Iterator[None]:
         _remove(path)
         with _registry():
             _temps.pop(path, None)
+
+
+# -- wqlint's own workers -------------------------------------------------------------------
+def forked(task, shares: list) -> list | None:
+    """[task(share)] of each share, bytes, each worked out in a child process forked from
+    this one (which sees what this one built, copy-on-write). The children are in the
+    registry as the programs are, each the leader of its own process group: a signal that
+    ends wqlint ends them, and the programs they started (each child ends its own, as
+    wqlint does). None when a child fails (the caller works it out itself): an answer is
+    never half of one."""
+    started: list = []  # (pid, read end of its pipe)
+    try:
+        for share in shares:
+            rfd, wfd = os.pipe()
+            with _registry():  # forked and registered at once: a signal's ending sees it
+                pid = os.fork()
+                if pid == 0:  # pragma: no cover (the child: its coverage is not gathered)
+                    os.close(rfd)
+                    _child(task, share, wfd)
+                with contextlib.suppress(OSError):
+                    os.setpgid(pid, pid)  # (the child makes itself one too: whichever comes first)
+                _running.add(pid)
+            os.close(wfd)
+            started.append((pid, rfd))
+        got = [_answer(pid, rfd) for pid, rfd in started]
+        return None if any(g is None for g in got) else got
+    finally:
+        for pid, rfd in started:
+            _reap(pid, rfd)
+
+
+def _child(task, share, wfd: int) -> None:  # pragma: no cover
+    """A forked worker, task(share): its own process group, a registry of its own (what the
+    parent had running or made is the parent's to end), its answer written, then gone
+    without running anything the parent set up to run at its exit."""
+    global _lock
+    status = 1
+    try:
+        os.setpgid(0, 0)
+        _lock = threading.Lock()
+        _running.clear()
+        _temps.clear()
+        pending = _state["pending"]
+        _state.update(held=0, pending=None, ending=False)
+        if pending is not None:
+            _end(pending)
+        data = task(share)
+        with os.fdopen(wfd, "wb") as out:
+            out.write(data)
+        status = 0
+    except BaseException:  # the parent works the share out itself
+        pass
+    finally:
+        _at_exit()
+        os._exit(status)
+
+
+def _answer(pid: int, rfd: int) -> bytes | None:
+    """What the child pid wrote, when it ended well; None when it did not."""
+    with os.fdopen(rfd, "rb", closefd=False) as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    with _registry():
+        _running.discard(pid)
+    return data if os.waitstatus_to_exitcode(status) == 0 else None
+
+
+def _reap(pid: int, rfd: int) -> None:
+    """The child's pipe closed, and the child ended if it has not (an exception here)."""
+    try:
+        os.close(rfd)
+    except OSError:
+        pass
+    with _registry():
+        running = pid in _running
+    if running:
+        _end_programs([pid])
+        with _registry():
+            _running.discard(pid)
