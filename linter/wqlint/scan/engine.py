@@ -28,7 +28,7 @@ from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
 from wqlint.scan.assumed import unblocked
-from wqlint.scan.selfwait import self_waits
+from wqlint.scan import shares
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
@@ -157,8 +157,8 @@ class Engine:
         """The works that wait for themselves (scan.selfwait), at the waits in the paths."""
         if "wait" in self.options.unread:
             return []
-        return self_waits(self.index, self._work_model(sites),
-                          lambda rel: self.targets.holds(rel) and not self.focus.outside(rel))
+        return shares.self_waits(self.index, self._work_model(sites),
+                                 lambda rel: self.targets.holds(rel) and not self.focus.outside(rel), self.options.jobs)
 
     def _work_model(self, sites) -> WorkModel:
         """The one work model of a scan (scan.work): the searches and answers of the flows'

@@ -1,0 +1,156 @@
+"""The waits of works for themselves (scan.selfwait) found on every core: each worker a
+process forked once the work model is built (wqlint.tools.forked: it sees the tree's index
+and the model as they are, copy-on-write), given the waits of some subsystems, by their
+directory.
+
+A wait's answer is its own: the same in a worker as in one process (a test compares the
+whole trees' reports of -j 1 and -j 4). The parts are made from the weights alone, so the
+same scan splits the same way; a worker's searches of the tree (the index's rounds) are its
+own, and the files it read are told to the parent (scan.store keeps what a scan read).
+
+The flows of works to flushes (scan.work) are not split: the functions a work reaches are
+kept with the depth left at their first visit, so a work's flows may follow from the works
+looked at before it (a split run of linux-source-6.12 found a flow the one process does not).
+"""
+from __future__ import annotations
+
+import gc
+import io
+import os
+import pickle
+from typing import Callable, Optional, Sequence
+
+from wqlint import api, tools
+from wqlint.scan import selfwait
+from wqlint.scan.source import digest
+from wqlint.scan.work import WorkModel
+
+
+def self_waits(index, model: WorkModel, wanted, jobs: int) -> list:
+    """scan.selfwait.self_waits(); with jobs > 1, the waits of each subsystem (the wait's
+    directory) in one of jobs worker processes."""
+    weights: dict = {}
+    for name in api.SELF_WAITS:
+        occ = index.occurrences(name)
+        if occ is None:  # not searched yet: which directories hold waits is not known
+            weights = {}
+            break
+        for rel, _line in occ:
+            if wanted(rel):
+                weights[directory(rel)] = weights.get(directory(rel), 0) + 1
+    got = split(index, jobs, weights, lambda part: selfwait.self_waits(
+        index, model, lambda rel: directory(rel) in part and wanted(rel)), shared=model.sites)
+    if got is None:
+        return selfwait.self_waits(index, model, wanted)
+    # A wait is its own file's, one of a part: in the order scan.selfwait gives them.
+    return sorted((w for part in got for w in part), key=lambda w: (w.path, w.line, w.col, w.function))
+
+
+def directory(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+def parts(weights: dict, jobs: int) -> list:
+    """The keys of weights ({directory: how much work it holds}) in at most jobs parts of
+    about the same weight: the heaviest first, each to the lightest part so far (the first
+    of equals). The same weights and jobs give the same parts."""
+    bins: list = [[0, []] for _ in range(max(1, min(jobs, len(weights))))]
+    for key in sorted(weights, key=lambda k: (-weights[k], k)):
+        lightest = min(range(len(bins)), key=lambda i: (bins[i][0], i))
+        bins[lightest][0] += weights[key]
+        bins[lightest][1].append(key)
+    return [frozenset(keys) for _weight, keys in bins if keys]
+
+
+def split(index, jobs: int, weights: dict, run: Callable[[frozenset], object], shared: Sequence = ()) -> Optional[list]:
+    """[run(part)] of the parts() of weights, each in a worker process; None when the work
+    is not split (one job, one part, no fork, a worker that failed): the caller works it
+    out itself, in this process. shared: objects of this process a result may hold (the
+    allocation sites), given back as themselves rather than as copies."""
+    if jobs < 2 or not hasattr(os, "fork"):
+        return None
+    chosen = parts(weights, jobs)
+    if len(chosen) < 2:
+        return None
+    ids = {id(obj): n for n, obj in enumerate(shared)}
+    # Not collected while the workers start: a pass would write to every object the parent
+    # holds, which the workers then no longer share with it.
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+
+    def task(part: frozenset) -> bytes:
+        before = _Seen(index)
+        got = run(part)
+        return _dumps((got, before.since(index)), ids)
+    try:
+        answers = tools.forked(task, chosen)
+    finally:
+        if enabled:
+            gc.enable()
+        gc.unfreeze()
+    if answers is None:
+        return None
+    out = []
+    for data in answers:
+        got, seen = _loads(data, shared)
+        _merge(index, seen)
+        out.append(got)
+    return out
+
+
+class _Seen:
+    """What a worker's index held when it started: what it read after is told back."""
+
+    def __init__(self, index):
+        self.files = set(index.files)
+        self.looked = set(index.looked)
+        self.bad = set(index.bad)
+        self.errors = len(index.errors)
+        self.rounds = index.grep_rounds
+
+    def since(self, index) -> dict:
+        looked = {rel: digest(src.data) for rel, src in index.files.items() if rel not in self.files}
+        looked.update((rel, d) for rel, d in index.looked.items() if rel not in self.looked)
+        return {"looked": looked, "bad": {rel: p for rel, p in index.bad.items() if rel not in self.bad},
+                "errors": index.errors[self.errors:], "rounds": index.grep_rounds - self.rounds}
+
+
+def _merge(index, seen: dict) -> None:
+    """A worker's reading of the tree, as if this process had read it: the files (their
+    digests, for the store), those it could not use, its errors and searches."""
+    for rel, d in seen["looked"].items():
+        if rel not in index.files:
+            index.looked.setdefault(rel, d)
+    for rel, problem in seen["bad"].items():
+        index.bad.setdefault(rel, problem)
+    index.errors.extend(e for e in seen["errors"] if e not in index.errors)
+    index.grep_rounds += seen["rounds"]
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, out, ids: dict):
+        super().__init__(out, pickle.HIGHEST_PROTOCOL)
+        self.ids = ids
+
+    def persistent_id(self, obj):
+        return self.ids.get(id(obj))
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, shared: Sequence):
+        super().__init__(io.BytesIO(data))
+        self.shared = shared
+
+    def persistent_load(self, pid):
+        return self.shared[pid]
+
+
+def _dumps(obj, ids: dict) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, ids).dump(obj)
+    return out.getvalue()
+
+
+def _loads(data: bytes, shared: Sequence):
+    return _Unpickler(data, shared).load()

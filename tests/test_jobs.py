@@ -1,0 +1,129 @@
+"""-j: the scan's parts that go over the works one at a time spread over worker processes
+(scan.shares, wqlint.tools.forked) give the report one process gives, byte for byte, and a
+signal that ends wqlint ends its workers."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+
+from helpers import run
+from test_ending import gone
+from test_signals import at_default
+
+RULES = Path(__file__).resolve().parent / "rules"
+
+
+def _tree(tmp_path: Path) -> Path:
+    """Works waiting for themselves in three subsystems (three directories), and works
+    reaching flushes, in a tree of their own."""
+    root = tmp_path / "tree"
+    for sub in ("drivers/a", "drivers/b", "fs/c"):
+        (root / sub).mkdir(parents=True)
+        shutil.copy(RULES / "self-flush-deadlock.c", root / sub / "self.c")
+    shutil.copy(RULES / "reclaim-flush-dependency.c", root / "drivers/a" / "reclaim.c")
+    return root
+
+
+def _json(root: Path, jobs: int, tmp_path: Path) -> str:
+    result = run("scan", "--format", "json", "--no-cache", "--kernel-version", "7.3", "-j", jobs, root,
+                 env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert result.exit_code == 1, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_four_jobs_report_what_one_does_byte_for_byte(tmp_path, monkeypatch):
+    from wqlint import tools
+
+    root = _tree(tmp_path)
+    forks: list = []
+    forked = tools.forked
+    monkeypatch.setattr(tools, "forked", lambda task, shares: forks.append(len(shares)) or forked(task, shares))
+    one = _json(root, 1, tmp_path)
+    assert forks == []  # -j 1: no worker
+    four = _json(root, 4, tmp_path)
+    assert forks == [3]  # one worker per subsystem with a wait
+    assert one == four
+    assert {f'"path": "{sub}/self.c"' in one for sub in ("drivers/a", "drivers/b", "fs/c")} == {True}
+
+
+def test_parts_are_balanced_and_the_same_for_the_same_weights():
+    from wqlint.scan.shares import parts
+
+    weights = {"a": 5, "b": 4, "c": 3, "d": 3, "e": 1}
+    got = parts(weights, 2)
+    assert got == parts(dict(reversed(list(weights.items()))), 2)
+    assert sorted(sum(weights[k] for k in p) for p in got) == [8, 8]
+    assert parts(weights, 9) == [frozenset(k) for k in "abcde"]
+    assert parts({}, 4) == []
+
+
+def test_a_worker_that_fails_gives_no_answer():
+    from wqlint import tools
+
+    def task(share):
+        if share == 2:
+            raise ValueError("no")
+        return b"%d" % share
+    assert tools.forked(task, [1, 3]) == [b"1", b"3"]
+    assert tools.forked(task, [1, 2, 3]) is None
+
+
+WORKERS = """
+import os, sys, time
+from wqlint import tools
+tools.end_on_signals()
+def task(share):
+    with open(sys.argv[1], "a") as marks:
+        marks.write(f"{os.getpid()}\\n")
+    time.sleep(300)
+    return b""
+tools.forked(task, [1, 2])
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_ends_the_workers(tmp_path, sig):
+    marks = tmp_path / "marks"
+    script = tmp_path / "workers.py"
+    script.write_text(textwrap.dedent(WORKERS))
+    proc = subprocess.Popen([sys.executable, str(script), str(marks)], preexec_fn=at_default,
+                            env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "linter")))
+    try:
+        deadline = time.monotonic() + 60
+        while (not marks.exists() or len(marks.read_text().split()) < 2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = [int(p) for p in marks.read_text().split()]
+        assert len(workers) == 2
+        proc.send_signal(sig)
+        assert proc.wait(30) == -sig
+        deadline = time.monotonic() + 10
+        while not all(gone(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(gone(p) for p in workers)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in [int(p) for p in marks.read_text().split()] if marks.exists() else []:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("tree", ["linux_6_12", "linux_7_3"])
+def test_whole_tree_reports_of_one_and_four_jobs_are_the_same(tree, request, tmp_path):
+    root = request.getfixturevalue(tree)
+    got = [run("scan", "--format", "json", "--no-cache", "-j", jobs, root,
+               env={"XDG_CACHE_HOME": str(tmp_path / "cache")}) for jobs in (1, 4)]
+    assert [r.exit_code for r in got] == [1, 1], got[0].stderr[-2000:] + got[1].stderr[-2000:]
+    assert got[0].stdout == got[1].stdout
