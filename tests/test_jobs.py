@@ -46,11 +46,12 @@ def test_four_jobs_report_what_one_does_byte_for_byte(tmp_path, monkeypatch):
     root = _tree(tmp_path)
     forks: list = []
     forked = tools.forked
-    monkeypatch.setattr(tools, "forked", lambda task, shares: forks.append(len(shares)) or forked(task, shares))
+    monkeypatch.setattr(tools, "forked", lambda task, shares, meanwhile=None: forks.append(len(shares))
+                        or forked(task, shares, meanwhile))
     one = _json(root, 1, tmp_path)
     assert forks == []  # -j 1: no worker
     four = _json(root, 4, tmp_path)
-    assert forks == [3]  # one worker per subsystem with a wait
+    assert forks == [2]  # a worker per subsystem with a wait, but the first, worked out in the scan itself
     assert one == four
     assert {f'"path": "{sub}/self.c"' in one for sub in ("drivers/a", "drivers/b", "fs/c")} == {True}
 
@@ -74,6 +75,8 @@ def test_a_worker_that_fails_gives_no_answer():
             raise ValueError("no")
         return b"%d" % share
     assert tools.forked(task, [1, 3]) == [b"1", b"3"]
+    own: list = []
+    assert tools.forked(task, [3], lambda: own.append(task(1))) == [b"3"] and own == [b"1"]
     assert tools.forked(task, [1, 2, 3]) is None
 
 

@@ -31,6 +31,7 @@ _NOT_INPUT = {
     ("formatters/review/sarif.py", "doc = json.loads(scan_sarif.format(review.as_report(), catalogue))"):
         "the document wqlint has just written itself",
     ("tools.py", "chunk = os.read(fd, 65536)"): "a program's output, which run() bounds",
+    ("tools.py", "data = pipe.read()"): "the answer of a worker wqlint forked from itself (forked())",
 }
 # Modules whose .open() opens a file, and calls that turn bytes into more bytes or objects.
 _OPENERS = {"os", "io", "gzip", "bz2", "lzma", "tarfile", "zipfile", "codecs", "shelve", "dbm"}

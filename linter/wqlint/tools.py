@@ -403,13 +403,14 @@ def _held(path: str) -> Iterator[None]:
 
 
 # -- wqlint's own workers -------------------------------------------------------------------
-def forked(task, shares: list) -> list | None:
+def forked(task, shares: list, meanwhile=None) -> list | None:
     """[task(share)] of each share, bytes, each worked out in a child process forked from
-    this one (which sees what this one built, copy-on-write). The children are in the
-    registry as the programs are, each the leader of its own process group: a signal that
-    ends wqlint ends them, and the programs they started (each child ends its own, as
-    wqlint does). None when a child fails (the caller works it out itself): an answer is
-    never half of one."""
+    this one (which sees what this one built, copy-on-write), while this one runs
+    meanwhile() (its own share: no process of its own, nor a copy of what it holds). The
+    children are in the registry as the programs are, each the leader of its own process
+    group: a signal that ends wqlint ends them, and the programs they started (each child
+    ends its own, as wqlint does). None when a child fails (the caller works it out
+    itself): an answer is never half of one."""
     started: list = []  # (pid, read end of its pipe)
     try:
         for share in shares:
@@ -424,6 +425,8 @@ def forked(task, shares: list) -> list | None:
                 _running.add(pid)
             os.close(wfd)
             started.append((pid, rfd))
+        if meanwhile is not None:
+            meanwhile()
         got = [_answer(pid, rfd) for pid, rfd in started]
         return None if any(g is None for g in got) else got
     finally:

@@ -63,10 +63,11 @@ def parts(weights: dict, jobs: int) -> list:
 
 
 def split(index, jobs: int, weights: dict, run: Callable[[frozenset], object], shared: Sequence = ()) -> Optional[list]:
-    """[run(part)] of the parts() of weights, each in a worker process; None when the work
-    is not split (one job, one part, no fork, a worker that failed): the caller works it
-    out itself, in this process. shared: objects of this process a result may hold (the
-    allocation sites), given back as themselves rather than as copies."""
+    """[run(part)] of the parts() of weights, the first worked out in this process, each
+    other in a worker process; None when the work is not split (one job, one part, no
+    fork, a worker that failed): the caller works it out itself, in this process. shared:
+    objects of this process a result may hold (the allocation sites), given back as
+    themselves rather than as copies."""
     if jobs < 2 or not hasattr(os, "fork"):
         return None
     chosen = parts(weights, jobs)
@@ -83,15 +84,16 @@ def split(index, jobs: int, weights: dict, run: Callable[[frozenset], object], s
         before = _Seen(index)
         got = run(part)
         return _dumps((got, before.since(index)), ids)
+    own: list = []
     try:
-        answers = tools.forked(task, chosen)
+        answers = tools.forked(task, chosen[1:], lambda: own.append(run(chosen[0])))
     finally:
         if enabled:
             gc.enable()
         gc.unfreeze()
     if answers is None:
         return None
-    out = []
+    out = own
     for data in answers:
         got, seen = _loads(data, shared)
         _merge(index, seen)
