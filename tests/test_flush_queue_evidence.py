@@ -40,6 +40,8 @@ def test_the_item_the_helper_queues_is_named(findings):
 def test_an_item_waited_for_before_the_flush_is_not_named(findings):
     # reset and stats are waited for (flush_work, cancel_delayed_work_sync): the file's event is not
     assert evidence(findings, "waited.c", 23) == "it does not wait for w->event, which schedule_work() queues there (line 13))"
+    # nor is one queued after the flush
+    assert evidence(findings, "waited.c", 29) == "it does not wait for w->event, which schedule_work() queues there (line 13))"
 
 
 def test_without_a_missed_item_the_message_says_so(findings):
@@ -50,15 +52,17 @@ def test_without_a_missed_item_the_message_says_so(findings):
 
 
 def test_the_item_is_found_through_a_call(findings):
-    assert evidence(findings, "through.c", 37) == (
+    # handle_sync() waits for the work it queues itself: what handle_put() leaves queued is named
+    assert evidence(findings, "through.c", 38) == (
         "it does not wait for handle_release_work, which schedule_delayed_work() queues there (handle.c:19, "
-        "reached through handle_put() -> handle_defer() before the flush))")
-    (f,) = [f for f in findings if f["rule"] == RULE and f["line"] == 37]
-    assert [(s["path"], s["line"]) for s in f["chain"][-3:]] == [("through.c", 35), ("handle.c", 25), ("handle.c", 19)]
+        "reached through handle_sync() -> handle_put() -> handle_defer() before the flush))")
+    (f,) = [f for f in findings if f["rule"] == RULE and f["line"] == 38]
+    assert [(s["path"], s["line"]) for s in f["chain"][-4:]] == [
+        ("through.c", 36), ("handle.c", 38), ("handle.c", 25), ("handle.c", 19)]
 
 
 def test_the_function_of_a_waited_item_runs_before_the_flush(findings):
     # the item the function queues and waits for is not the evidence; what its function queues is
-    assert evidence(findings, "through.c", 29) == (
+    assert evidence(findings, "through.c", 30) == (
         "it does not wait for handle_drop_work, which schedule_work() queues there (handle.c:31, reached "
         "through fqt_attach_fn() -> handle_drop() before the flush))")

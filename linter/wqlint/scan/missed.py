@@ -83,6 +83,11 @@ def _calls(node) -> list:
     return [(parser.text(caps["call.name"]), caps["call"]) for _, caps in parser.matches("calls", node)]
 
 
+def _waited(calls: list) -> list:
+    """The items that the waits for one work item among calls [(name, call)] name."""
+    return [item_text(parser.args(call)[0]) for name, call in calls if name in _WAITS and parser.args(call)]
+
+
 def _followed(name: str) -> bool:
     """Is a call of name followed to its definition? Not the workqueue API's own calls (a wait
     or a queueing is what it is, not what its implementation does), nor a macro's
@@ -107,8 +112,7 @@ class WorkFinder:
         chunk, fn = found
         before = [(name, call) for name, call in _calls(fn)
                   if (chunk.line_of(call), chunk.col_of(call)) < (line, col)]
-        waited = [item_text(parser.args(call)[0]) for name, call in before
-                  if name in _WAITS and parser.args(call)]
+        waited = _waited(before)
         for name, call in reversed(before):  # queued in the function itself, the nearest first
             got = self._queued(name, call, chunk, waited, ())
             if got is not None:
@@ -119,7 +123,10 @@ class WorkFinder:
         got = self._reach(frontier, waited)
         if got is not None:
             return got
-        for helper, step in in_file:  # the helpers' calls elsewhere in the file
+        last = chunk.line_of(fn) + fn.end_point[0] - fn.start_point[0]
+        for helper, step in in_file:  # the helpers' calls elsewhere in the file (not after the flush)
+            if line <= step.line <= last:
+                continue
             at = self._call_at(src, step.line, helper)
             got = self._queued(helper, at[1], at[0], waited, ()) if at is not None else None
             if got is not None:
@@ -186,8 +193,9 @@ class WorkFinder:
                         continue
                     chunk, node = got
                     calls = _calls(node)
+                    here = waited + _waited(calls)  # a body that queues and waits itself
                     for cname, call in calls:
-                        missed = self._queued(cname, call, chunk, waited, (through, steps))
+                        missed = self._queued(cname, call, chunk, here, (through, steps))
                         if missed is not None:
                             return missed
                     for cname, call in calls:
