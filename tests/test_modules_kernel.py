@@ -14,7 +14,10 @@ still finds it; a label whose text is gone must be read again):
   there (self-flush-deadlock reads the binding before each queueing call).
 - zfs (module/os/linux/zfs/zvol_os.c, zvol_os_add_disk()): on 6.9+ kernels it queues the
   add_disk work with schedule_delayed_work() and then __flush_workqueue(system_wq), to wait
-  for the fput work of the system queue: the same mismatch since the split. Its
+  for the fput work of the system queue: the same mismatch since the split. The work it
+  misses is the kernel's delayed_fput_work: add_disk() in the work scans the partitions and
+  fput()s the file in a kernel thread, which defers the release to schedule_delayed_work()
+  (the add_disk work itself is flushed on the line before). Its
   workqueue_compat.h picks __flush_workqueue(system_percpu_wq) or (system_wq) by a
   configure-generated HAVE_*: the system_wq branches are the module's code for kernels without
   the replacement, and are not reported. Nothing on 6.1.
@@ -85,11 +88,24 @@ def test_zfs(series):
             "under '#if defined(HAVE_BDEV_FILE_OPEN_BY_PATH)': HAVE_BDEV_FILE_OPEN_BY_PATH is set by the "
             "package's configure step (zfs_config.h.in lists it; configure has not been run): this branch is "
             "judged as compiled for v6.12.117, but the build compiles it only where configure defines it")
-        queued = line_of(module, ZFS_FLUSH[0], "\tschedule_delayed_work(&add_disk_work.work, 0);")
+    if series != "6.1":
+        # Not the add_disk work, which flush_delayed_work() waits for on the line before: the
+        # fput() of the partition scan that add_disk() makes in that work, in a kernel thread,
+        # defers the file's release to delayed_fput_work on the helpers' queue.
+        (mismatch,) = [f for f in findings if f["rule"] == "flush-queue-mismatch"]
+        kernel = unpacked_kernel(series)
+        (queued,) = [n for n, ln in enumerate((kernel / "fs/file_table.c").read_text().splitlines(), 1)
+                     if ln.strip() == "schedule_delayed_work(&delayed_fput_work, 1);"]
+        version = {"6.12": "v6.12.117", "7.3": "v7.3.4"}[series]
+        through = {"6.12": "disk_scan_partitions() -> fput()", "7.3": "fput() -> __fput_deferred()"}[series]
         assert mismatch["message"].endswith(
-            "(__flush_workqueue(system_wq) waits only for work queued on system_wq by name; on v6.12.117 "
-            f"schedule_delayed_work() queues on system_percpu_wq; this file queues work with "
-            f"schedule_delayed_work() (line {queued}))")
+            f"(__flush_workqueue(system_wq) waits only for work queued on system_wq by name; on {version} "
+            "schedule_delayed_work() queues on system_percpu_wq; it does not wait for delayed_fput_work, which "
+            f"schedule_delayed_work() queues there (<kernel>/fs/file_table.c:{queued}, reached through "
+            f"zvol_os_add_disk_work() -> __zvol_os_add_disk() -> ... -> {through} before the flush))")
+        assert mismatch["chain"][3]["note"] == (
+            "INIT_DELAYED_WORK() binds zvol_os_add_disk_work() to an item waited for before the flush: it runs, "
+            "and queues what it queues, first")
 
 
 def test_bulk_of_dahdi_is_one_patch_that_applies(tmp_path):

@@ -33,10 +33,10 @@ def test_v7_uses_with_their_call():
                                 "not for schedule_work() items, which go to system_percpu_wq)",
          [(36, "flush_workqueue() on system_wq (argument 1)")]),
         (36, 2, "warning", MISMATCH + " (flush_workqueue(system_wq) waits only for work queued on system_wq "
-                                      "by name; on v7.3 schedule_work() queues on system_percpu_wq; this "
-                                      "file queues work with schedule_work() (line 30))",
+                                      "by name; on v7.3 schedule_work() queues on system_percpu_wq; it "
+                                      "does not wait for s->work, which schedule_work() queues there (line 30))",
          [(36, "flush_workqueue() on system_wq (argument 1)"),
-          (42, "schedule_work() uses system_percpu_wq"), (30, "schedule_work() queues work here")]),
+          (42, "schedule_work() uses system_percpu_wq"), (30, "schedule_work() queues s->work here")]),
     ]
     assert [f["rule"] for f in doc["findings"]] == ["deprecated-system-workqueue"] * 5 + ["flush-queue-mismatch"]
     assert doc["findings"][-1]["chain"][1]["path"] == "include/linux/workqueue.h"
@@ -98,7 +98,7 @@ def test_flush_of_system_wq_waits_for_schedule_work_only_before_the_split(tmp_pa
     assert [(s["path"], s["line"], s["note"]) for s in got[0]["chain"]] == [
         ("drv.c", 5, "__flush_workqueue() on system_wq (argument 1)"),
         ("<wqlint>/include/linux/workqueue.h", 61, "schedule_delayed_work() uses system_percpu_wq"),
-        ("drv.c", 4, "schedule_delayed_work() queues work here")]
+        ("drv.c", 4, "schedule_delayed_work() queues w->work here")]
     assert got[0]["migration"] == "Flush system_percpu_wq, the queue the work really goes to, in place of system_wq."
 
 

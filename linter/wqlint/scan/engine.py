@@ -107,7 +107,9 @@ class Engine:
     @timed("resolution")
     def uses(self) -> list:
         """The QueueUse sites of the targets, without resolving allocations."""
-        return QueueUses(self.index, self.resolver.macros, self.cpp, self.targets, self.focus).find(MAX_ROUNDS)
+        header = self.index.source(self.api_header)
+        return QueueUses(self.index, self.resolver.macros, self.cpp, self.targets, self.focus,
+                         helper_queues(header.data if header is not None else b"", self.api_header)).find(MAX_ROUNDS)
 
     def bits(self, near: Optional[str] = None) -> FlagBits:
         """The WQ_* values as the API header defines them (or as the file near sees them)."""

@@ -251,17 +251,19 @@ class TreeIndex:
         return got
 
     # -- occurrences ---------------------------------------------------------------------
-    def occurrences(self, token: str, defs: bool = False, near: Optional[str] = None) -> Optional[list]:
+    def occurrences(self, token: str, defs: bool = False, near: Optional[str] = None,
+                    where: Optional[set] = None) -> Optional[list]:
         """[(rel, line)] where token occurs as a word, or None until it has been fetched.
 
         With defs, only lines that may define it: a #define, a function header in column 0,
         an enumerator, an assignment, a module_param(). Definitions of common names (BIT,
-        GFP_KERNEL) are then a few lines to read instead of a hundred thousand uses.
+        GFP_KERNEL) are then a few lines to read instead of a hundred thousand uses. where:
+        the scopes searched for them, when not definition_scope(near).
         """
         key = ("def", token) if defs else token
         found = self.fetched.get(key)
         if defs:
-            where = self.definition_scope(near)
+            where = self.definition_scope(near) if where is None else where
             covered = self._def_cover.get(token, set())
             if (found is None or not where <= covered) and self._from_store(key, where):
                 found = self.fetched.get(key)
@@ -336,6 +338,14 @@ class TreeIndex:
             return {""}
         scope.add(definition_root(near))
         return scope
+
+    def wide_scope(self, near: str) -> set:
+        """definition_scope(near) and, for a module scanned with a kernel tree, the whole of
+        that tree: where a function the module calls may be defined (the kernel's own .c
+        files are otherwise not searched)."""
+        if self.kernel is None:
+            return {""}
+        return self.definition_scope(near) | {KERNEL_PREFIX + d for d in self.kernel.source_dirs()}
 
     def _def_bases(self) -> list:
         if self._bases is None:

@@ -21,6 +21,7 @@ from wqlint import errors, safeio
 # Files of the kernel are shown and looked up under this prefix: they are no part of the
 # scanned tree (never a target, never fixed), like wqlint's own <wqlint>/ description.
 KERNEL_PREFIX = "<kernel>/"
+_NOT_KERNEL = frozenset({"Documentation", "samples", "scripts", "tools", "usr"})
 
 
 class KernelTreeError(errors.WqlintError, status=errors.USAGE):
@@ -55,6 +56,16 @@ class KernelTree:
                     found.update(f"arch/{p.parent.name}/include" for p in arch.glob("*/include") if p.is_dir())
             self._include_dirs = sorted(found)
         return self._include_dirs
+
+    def source_dirs(self) -> list:
+        """The top-level directories of its roots (arch, block, fs...): the whole kernel but
+        its tools, scripts and samples (programs of their own, not the kernel's code)."""
+        found: set[str] = set()
+        for root in self.roots:
+            if root.is_dir():
+                found.update(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                             and p.name not in _NOT_KERNEL)
+        return sorted(found)
 
     def describe(self) -> str:
         return self.given if len(self.roots) == 1 else \

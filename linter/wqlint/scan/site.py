@@ -91,6 +91,19 @@ class QueueUse:
     # (helper, Step) of the calls in the same file of the API's helpers that queue on a
     # system queue themselves (api.SCHEDULE_HELPERS): the work a flush may mean to wait for.
     scheduled: tuple[tuple[str, Step], ...] = ()
+    # The work the flush cannot wait for since the helpers queue on another queue
+    # (scan.missed); None when none was found or the helpers still queue on the flushed queue.
+    missed: Optional["Missed"] = None
+
+
+@dataclass(frozen=True)
+class Missed:
+    """A work item queued with a helper before a flush that no longer waits for it."""
+
+    item: str  # the item as its queueing call names it
+    helper: str  # that call: one of api.SCHEDULE_HELPERS
+    through: tuple[str, ...]  # the functions run on the way from the flushing function, in order
+    steps: tuple[Step, ...]  # the calls on the way, then the queueing call
 
 
 @dataclass(frozen=True)

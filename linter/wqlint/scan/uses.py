@@ -4,6 +4,7 @@ use has no chain to follow: it is found from the search's occurrences of the nam
 targets only."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Optional
 
@@ -11,6 +12,7 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.cpp import block_text
+from wqlint.scan.missed import WorkFinder
 from wqlint.scan.scope import only_in_comments, scope_of
 from wqlint.scan.site import QueueUse
 from wqlint.scan.suppress import suppressed
@@ -21,12 +23,14 @@ class QueueUses:
     (scan.index.TreeIndex, the resolver's scan.macros.Macros, scan.cpp.Decider); targets:
     scan.targets.Targets; focus: scan.targets.Focus."""
 
-    def __init__(self, index, macros, cpp, targets, focus):
+    def __init__(self, index, macros, cpp, targets, focus, helper_queues: Optional[dict] = None):
         self.index = index
         self.macros = macros
         self.cpp = cpp
         self.targets = targets
         self.focus = focus
+        # scan.treeapi.helper_queues() of the API header: where the helpers' work goes
+        self.helper_queues = helper_queues or {}
 
     def find(self, rounds: int) -> list:
         """Calls whose queue argument (api.QUEUE_CALLS) is one of the names the API lists in
@@ -40,7 +44,17 @@ class QueueUses:
             # The #if conditions around a use may name macros still to look up.
             if self.index.misses == misses or not self.index.fetch_pending():
                 break
-        return out
+        missed = WorkFinder(self.index)
+        return [dataclasses.replace(use, missed=missed.find(use.path, use.line, use.col, use.scheduled))
+                if self._mismatched(use) else use for use in out]
+
+    def _mismatched(self, use: QueueUse) -> bool:
+        """Is use a flush of a deprecated system queue, in a file that queues work with the
+        helpers, while the helpers queue on the queue that replaces it (the work the flush
+        cannot wait for is then worth finding)?"""
+        got = self.helper_queues.get("schedule_work")
+        return bool(use.scheduled) and use.within != api.FLUSH_SCHEDULED and got is not None \
+            and got[0] != use.queue and api.DEPRECATED_SYSTEM_QUEUES.get(use.queue) == got[0]
 
     def _once(self) -> list:
         out, seen = [], set()
