@@ -336,3 +336,52 @@ def test_without_the_mode_parameter_the_cancel_of_its_own_item_is_reported(tmp_p
     src.write_text(SELF.read_text().replace("sf_stop(d, true);", "sf_stop(d, false);"))
     doc, _ = scan_json(src, "--kernel-version", "7.3", "--no-cache")
     assert 37 in _self_waits(doc) and 40 not in _self_waits(doc) and 43 not in _self_waits(doc)
+
+
+TABLES = FIXTURES / "tables"
+
+
+def _reclaim_chains(doc) -> list:
+    return sorted((f["path"], f["line"], f["message"].split('kernel warns "workqueue: ')[1].rstrip('")'),
+                   [(s["path"], s["line"], s["note"]) for s in f["chain"][3:-1]])
+                  for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency")
+
+
+def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type():
+    """file->f_op->fsync() runs the fsync of whichever filesystem the file is on: every
+    file_operations of the tree that sets .fsync is followed (afs's waits), not a table of
+    another type setting a member of that name (cfs's dir_operations), not a function that
+    waits two calls below the table (dfs), not another driver's table of a type the work's own
+    driver sets itself (drivers/other's engine_ops); vfs_fsync() of fs/sync.c, a file that
+    waits for nothing, is followed from the driver as a function of another subsystem."""
+    doc, _ = scan_json(TABLES)
+    assert _reclaim_chains(doc) == [
+        ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_flush_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
+            ("drivers/tgt/io.c", 19, "tgt_flush_fn() calls vfs_fsync()"),
+            ("fs/sync.c", 9, "vfs_fsync() calls afs_fsync() through file_operations.fsync = afs_fsync "
+                             "(fs/afs/file.c:21)"),
+            ("fs/afs/file.c", 16, "afs_fsync() calls flush_workqueue()")]),
+        ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_sync_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
+            ("drivers/tgt/io.c", 27, "tgt_sync_fn() calls afs_fsync() through file_operations.fsync = afs_fsync "
+                                     "(fs/afs/file.c:21)"),
+            ("fs/afs/file.c", 16, "afs_fsync() calls flush_workqueue()")]),
+    ]
+    assert doc["errors"] == []
+
+
+def test_a_table_the_works_driver_does_not_set_is_any_drivers(tmp_path):
+    """The near misses of the test above, each undone: drivers/own no longer sets an engine_ops
+    of its own (then drivers/other's may be the one its engine has), and dfs waits one call
+    below its fsync."""
+    import shutil
+    tree = tmp_path / "tree"
+    shutil.copytree(TABLES, tree)
+    own = tree / "drivers" / "own" / "own.c"
+    own.write_text(own.read_text().replace("struct engine_ops own_engine_ops", "struct engine_opz own_engine_ops"))
+    dfs = tree / "fs" / "dfs" / "file.c"
+    dfs.write_text(dfs.read_text().replace("\tdfs_sync();", "\tdfs_wait();"))
+    doc, _ = scan_json(tree)
+    got = {(p, line, w.split(":")[1].split(" ")[0]) for p, line, w, _chain in _reclaim_chains(doc)}
+    assert got == {("fs/afs/file.c", 16, "tgt_flush_fn"), ("fs/afs/file.c", 16, "tgt_sync_fn"),
+                   ("fs/dfs/file.c", 10, "tgt_flush_fn"), ("fs/dfs/file.c", 10, "tgt_sync_fn"),
+                   ("drivers/other/other.c", 10, "own_stop_fn")}

@@ -15,6 +15,7 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
+from wqlint.scan.description import Description
 from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
 from wqlint.scan.source import is_c_source
@@ -25,6 +26,20 @@ MAX_POINTER_TARGETS = 3  # a member called through more initialisers than this i
 MAX_NEAR_FILES = 600  # files of a subsystem searched for a callee's definition
 MAX_TEXT_FUNCTIONS = 4000  # definitions looked at by their text from one function
 MAX_FAR_FILES = 5000  # files that flush, searched for the callees of other subsystems
+# A call through a member of a table of functions whose type is known (`file->f_op->fsync()`)
+# is followed into every function the tree's tables of that type set the member to, up to this
+# many (file_operations.fsync has about a hundred); more is too generic to follow.
+MAX_TABLE_TARGETS = 128
+# The steps out of a subsystem a path may take, once each (distance()): WIDE, a call of a
+# function another subsystem defines; TABLE, a call through a table of several functions.
+# After one, the path may make only so many more calls: which function of a table runs
+# depends on the object, which the path does not show (only a wait that close is taken as
+# the table's), and another subsystem's function is read for the step it takes, not as a
+# way into everything it may call. A budget is the steps left and, after one, the calls left.
+WIDE, TABLE = 1, 2
+ALL_STEPS = WIDE | TABLE
+WIDE_REACH = 3  # calls after a step into another subsystem's function
+TABLE_REACH = 1  # calls after a call through a table
 # A function's definition from its header's first line: the name before the parameters, then
 # the body's '{'.
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
@@ -64,6 +79,11 @@ class Calls:
         self._far_defined: dict = {}  # name -> _far_definition()
         self._names: dict = {}  # a definition -> the function's name
         self._wait_dist: dict = {}  # _dist of distance(waits=True)
+        self.ops = Description(index)  # the tree's tables of functions, read when first asked
+        self._tables: dict = {}  # (member, holder, base, type of base) -> _table_targets()
+        self._wide: dict = {}  # name -> wide_definition()
+        self._steps: dict = {}  # a definition -> _steps_out()
+        self._types_at: dict = {}  # member -> {(rel, line) of an initialiser of it: its table's type}
 
     def function(self, name: str, near: str) -> Optional[Scope]:
         """The definition of function name: in near's file, else in its subsystem's files
@@ -189,41 +209,86 @@ class Calls:
         self._far_defined[name] = found
         return found or None
 
-    def distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1, waits: bool = False) -> int:
+    def wide_definition(self, name: str):
+        """(rel, line, end of the header) of the one definition of name with external linkage
+        in the tree's .c files (Description.exported()): a callee defined in another
+        subsystem, in a file that waits for no queue itself. None when there is none, or when
+        several files define it (which one links is the build's choice). Its own callees are
+        looked for near it, not again in the whole tree."""
+        got = self._wide.get(name)
+        if got is not None:
+            return got or None
+        chosen = []
+        for rel, line, offset in self.ops.exported(name):
+            data = self.index.text(rel)
+            if data is None:
+                continue
+            if line > 1 and data[offset:offset + len(name)] == name.encode() \
+                    and re.search(rb"\bstatic\b", data[data.rfind(b"\n", 0, offset - 1) + 1:offset - 1]):
+                continue  # `static void\nname(...)`
+            m = _DEF_AT.match(data, offset)
+            if m is not None and m.group(1).decode() == name:
+                chosen.append((rel, line, m.end()))
+        found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
+        if found:
+            self._names[found] = name
+        self._wide[name] = found
+        return found or None
+
+    def distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1, waits: bool = False,
+                 budget: int = 0) -> int:
         """The fewest calls (at most radius) from function name, as near's subsystem defines
         it, to a flush, by a look at the text of its body and of the functions it may call
         (by name, or through a member initialised to a function); _FAR when there is none
         that near or it is not known yet. Only as far as the caller asks: a callee's
         question is as far as the calls left to it reach, not as far as a work function's.
-        waits: to a call that waits for a queue or a work item (api.SELF_WAITS) instead."""
+        budget: the steps out of a subsystem a path may still take (WIDE: a call of a
+        function of another subsystem, wide_definition(); TABLE: a call through a table of
+        several functions, table_targets()), each at most once on a path.
+        waits: to a call that waits for a queue or a work item (api.SELF_WAITS) instead
+        (no step out)."""
         memo = self._wait_dist if waits else self._dist
         at = self._definition(name, near)
         if at is None or at is _PENDING:
             return _FAR
-        known = memo.get(at)
+        start = (at, 0 if waits else budget)
+        known = memo.get(start)
         if known is not None and (known[0] <= known[1] or known[1] >= radius):
             return known[0] if known[0] <= radius else _FAR
         # The definitions within radius calls (breadth first: each at its fewest calls), and
         # what each may call; one whose distance is known as far as needed is not looked into.
-        level = {at: 0}
-        order, graph, pending = [at], {}, False
+        level = {start: 0}
+        order, graph, pending = [start], {}, False
         for cur in order:
             k = level[cur]
             known = memo.get(cur)
-            if cur != at and known is not None and (known[0] <= known[1] or known[1] >= radius - k):
+            if cur != start and known is not None and (known[0] <= known[1] or known[1] >= radius - k):
                 continue
             # At the last level only a flush of its own counts (a path through its callees
             # is longer than radius): its callees are not worked out, nor its subsystem searched.
-            got = self._callees_of(cur) if k < radius or cur in self._callees else ((), self._body_flushes(cur))
+            cat, left = cur
+            got = self._callees_of(cat) if k < radius or cat in self._callees else ((), self._body_flushes(cat))
             if got is _PENDING:
                 pending = True
                 continue
+            if exhausted(left):
+                got = ((), got[1])
+            nxt = [(c, _after(left)) for c in got[0]]
+            if left & ALL_STEPS and not exhausted(left) and k < radius:
+                out = self._steps_out(cat)
+                if out is _PENDING:
+                    pending = True
+                    continue
+                if left & WIDE:
+                    nxt += [(c, _out(left, WIDE)) for c in out[0]]
+                if left & TABLE:
+                    nxt += [(c, _out(left, TABLE)) for c in out[1]]
             if waits:
-                body = self._body(cur)
+                body = self._body(cat)
                 got = (got[0], body is not None and _waits_in(body))
-            graph[cur] = got
+            graph[cur] = (nxt, got[1])
             if k < radius and len(order) < MAX_TEXT_FUNCTIONS:
-                for c in got[0]:
+                for c in nxt:
                     if c not in level:
                         level[c] = k + 1
                         order.append(c)
@@ -256,7 +321,7 @@ class Calls:
         if not pending:
             # Each exactly as far as it was looked into: (distance, calls looked through).
             memo.update((n, (d, radius - level[n])) for n, d in dist.items())
-        got = dist.get(at, _FAR)
+        got = dist.get(start, _FAR)
         return got if got <= radius else _FAR
 
     def defined_in(self, name: str, near: str) -> Optional[str]:
@@ -310,8 +375,13 @@ class Calls:
             return _PENDING
         # and those another subsystem defines in a file that flushes (_far_definition()).
         names = {n.decode() for n in called if n in far or any(n in h for h in heads)} - self.not_followed
+        types: dict = {}  # member -> the types of the tables it is called through (each a set)
+        if through:
+            decls = self._declarations(at)
+            for member, holder, base in _through(body):
+                types.setdefault(member, set()).add(self.table_types(member, holder, base, decls))
         for member in through:
-            names.update(self._pointer_names(member.decode(), rel))
+            names.update(self._pointer_names(member.decode(), rel, types.get(member, {frozenset()})))
         callees = []
         for name in sorted(names):
             d = self._definition(name, rel)
@@ -319,6 +389,98 @@ class Calls:
                 callees.append(d)
         got = self._callees[at] = (tuple(callees), _flushes_in(body))
         return got
+
+    def _steps_out(self, at: tuple):
+        """([definitions it may call in another subsystem (wide_definition())], [definitions
+        the tree's tables set a member it calls through to (table_targets())]) of the function
+        whose definition is at, not among _callees_of()'s; _PENDING until the subsystems of
+        the tables' functions are searched. A table whose one function is set is a call by
+        name (not a step out)."""
+        got = self._steps.get(at)
+        if got is not None:
+            return got
+        body = self._body(at)
+        plain = self._callees_of(at)
+        if body is None or plain is _PENDING:
+            return plain if plain is _PENDING else ((), ())
+        rel = at[0]
+        heads = self._near_defs(rel) or []
+        far = self.far_heads() or ()
+        wide, fan = [], []
+        called, _through_names = _called(body)
+        for n in sorted(called):
+            name = n.decode()
+            if name in self.not_followed or n in far or any(n in h for h in heads):
+                continue
+            d = self.wide_definition(name)
+            if d is not None and d != at and d not in plain[0] and d not in wide:
+                wide.append(d)
+        decls = self._declarations(at)
+        for member, holder, base in sorted(_through(body)):
+            for fn, irel, _line, _type in self.table_targets(member, self.table_types(member, holder, base, decls)):
+                d = self._definition(fn, irel)
+                if d is _PENDING:
+                    return _PENDING
+                if d is not None and d != at and d not in plain[0] and d not in fan:
+                    fan.append(d)
+        got = self._steps[at] = (tuple(wide), tuple(fan))
+        return got
+
+    def _declarations(self, at: tuple) -> bytes:
+        """The text that declares the names a function's body uses: from the end of the
+        function before it (its parameters, the file's variables) to the end of its body."""
+        data = self.index.text(at[0]) or b""
+        body = self._body(at) or b""
+        start = data.rfind(b"\n}", 0, at[2])
+        return data[start + 1 if start >= 0 else 0:at[2] + len(body)]
+
+    def table_types(self, member: bytes, holder: bytes, base: bytes, decls: bytes) -> frozenset:
+        """The struct types the table a call through member may be of (`holder->member(...)`,
+        holder a variable when base is b'', else a member of base: `base->holder->member(...)`):
+        the type a declaration in decls gives holder, or that the type of base (declared in
+        decls, or the only type any struct declares a member called base to point to)
+        declares holder to point to; else the types with an initialiser of member that
+        structs declare a member called holder to point to. Empty when not known so."""
+        if not holder or holder[:1].isdigit():
+            return frozenset()
+        btype = _declared_type(decls, base) if base else _declared_type(decls, holder)
+        key = (member, holder, base, btype)
+        got = self._tables.get(key)
+        if got is None:
+            if not base:
+                got = frozenset([btype] if btype else [])
+            else:
+                if not btype and base != b"?":
+                    bases = self.ops.member_types(base.decode())
+                    btype = next(iter(bases)) if len(bases) == 1 else None
+                ftype = self.ops.field_type(btype, holder.decode()) if btype else None
+                if ftype:
+                    got = frozenset([ftype])
+                else:
+                    inits = self.ops.initialisers(member.decode())
+                    got = frozenset(t for t in self.ops.member_types(holder.decode()) if t in inits)
+            self._tables[key] = got
+        return got
+
+    def table_targets(self, member: bytes, types: frozenset) -> list:
+        """[(function, rel, line, type)] of the initialisers that set member in the tree's
+        tables of the one type of types (table_types()); none when types are not one, or more
+        than MAX_TABLE_TARGETS functions are set."""
+        if len(types) != 1:
+            return []
+        ttype = next(iter(types))
+        got = self.ops.initialisers(member.decode()).get(ttype, [])
+        return [(fn, rel, line, ttype) for fn, rel, line in got] if len(got) <= MAX_TABLE_TARGETS else []
+
+    def _of_type(self, member: str, types: frozenset, at: tuple) -> bool:
+        """Is the initialiser of member at (rel, line) one of a table of one of types (any,
+        when they are not known), or of a type not known?"""
+        where = self._types_at.get(member)
+        if where is None:
+            where = self._types_at[member] = {(rel, line): t for t, rows in self.ops.initialisers(member).items()
+                                              for _fn, rel, line in rows}
+        ttype = where.get(at[:2], "")
+        return not types or not ttype or ttype in types
 
     def _body(self, at: tuple) -> Optional[bytes]:
         """The text of the body of the function whose definition is at, to its first '}' at
@@ -371,30 +533,62 @@ class Calls:
             got = self._dir_files[here] = files[:MAX_NEAR_FILES]
         return got
 
-    def calls_in(self, scope: Scope) -> list:
-        """(call node, callee name, how) of the calls in a function: by name, or through a
-        member initialised to a known function in the subsystem (`ops->fsync(...)`)."""
+    def calls_in(self, scope: Scope, budget: int = 0, origin: str = "") -> list:
+        """(call node, callee name, how, the file near which the callee is defined, the budget
+        left to its path) of the calls in a function: by name, or through a member
+        initialised to a known function in the subsystem (`ops->fsync(...)`); and, as budget
+        allows (distance()), a function of another subsystem (wide_definition()) or, by the
+        type of the table, a function set in one of the tree's tables (`file->f_op->fsync(...)`:
+        table_targets()). A table of a type that the subsystem of file origin (where the
+        path's work function is) initialises itself is taken to be its own: only the
+        functions its own tables set are followed."""
         if scope.node is None:
             return []
         out = []
+        rel = scope.src.rel
+        decls = None
         for _, caps in parser.matches("work_calls", scope.node):
             call, fn = caps["call"], caps["call.fn"]
             if fn.type == "identifier":
-                out.append((call, parser.text(fn), ""))
+                name = parser.text(fn)
+                if budget & WIDE and name not in self.not_followed and self._definition(name, rel) is None:
+                    wide = self.wide_definition(name)
+                    if wide is not None:
+                        out.append((call, name, "", wide[0], _out(budget, WIDE)))
+                        continue
+                out.append((call, name, "", rel, _after(budget)))
             elif fn.type == "field_expression":
                 member = parser.text(fn.child_by_field_name("field"))
-                for target, step in self.pointer_targets(member, scope.src.rel):
-                    out.append((call, target, f" through .{member} ({step.path}:{step.line})"))
+                holder, base = _holder(fn.child_by_field_name("argument"))
+                if decls is None:  # the function's parameters and locals
+                    decls = scope.node.text if scope.kind == "function" else b""
+                types = self.table_types(member.encode(), holder, base, decls)
+                seen = set()
+                for target, step in self.pointer_targets(member, rel):
+                    if not self._of_type(member, types, (step.path, step.line)):
+                        continue  # a table of another type
+                    seen.add(target)
+                    out.append((call, target, f" through .{member} ({step.path}:{step.line})", rel, _after(budget)))
+                if not budget & TABLE:
+                    continue
+                own = set(self.files_near(origin)) if origin else set()
+                for target, irel, line, ttype in self.table_targets(member.encode(), types):
+                    if target in seen or (own and ttype in self.ops.types_in(own) and irel not in own):
+                        continue
+                    out.append((call, target, f" through {ttype}.{member} = {target} ({irel}:{line})", irel,
+                                _out(budget, TABLE)))
         return out
 
-    def _pointer_names(self, member: str, near: str) -> tuple:
-        """The functions of pointer_targets(), without their steps (their files only looked at)."""
+    def _pointer_names(self, member: str, near: str, types: set) -> tuple:
+        """The functions of pointer_targets() of a table of a type one of the calls may be
+        through (types: of each call, table_types()), without their steps (their files only
+        looked at)."""
         here = near.rsplit("/", 1)[0] if "/" in near else ""
         got = self._pointers.get((member, here))
         if got is None:
             got = self._pointers[(member, here)] = tuple(
-                fn for fn, (rel, _line) in self._initialisers(member, near).items() if self.index.text(rel) is not None)
-        return got
+                (fn, at) for fn, at in self._initialisers(member, near).items() if self.index.text(at[0]) is not None)
+        return tuple(fn for fn, at in got if any(self._of_type(member, t, at) for t in types))
 
     def pointer_targets(self, member: str, near: str) -> list:
         """[(function, Step)] of the initialisers `.member = function` in near's subsystem;
@@ -445,6 +639,99 @@ def _called(body: bytes) -> tuple:
         if rest.endswith(b"->") or rest.endswith(b"."):
             members.add(name)
     return names, members
+
+
+def _budget(steps: int, left: Optional[int] = None) -> int:
+    """A budget: the steps out of a subsystem left (WIDE | TABLE) and the calls left (None:
+    not counted)."""
+    return steps | ((0 if left is None else left + 1) << 2)
+
+
+def _left(budget: int) -> Optional[int]:
+    n = budget >> 2
+    return None if n == 0 else n - 1
+
+
+def exhausted(budget: int) -> bool:
+    """May a function reached with budget call no other (only its own wait counts)?"""
+    return _left(budget) == 0
+
+
+def _after(budget: int) -> int:
+    """The budget left to a callee called by name from a function with budget."""
+    left = _left(budget)
+    return budget if left is None else _budget(budget & ALL_STEPS, max(left - 1, 0))
+
+
+def _out(budget: int, step: int) -> int:
+    """The budget left to a callee reached by step (WIDE or TABLE) from a function with budget:
+    no step of that kind again, none into another subsystem after a table."""
+    left = _left(budget)
+    reach = WIDE_REACH if step == WIDE else TABLE_REACH
+    steps = budget & ALL_STEPS & ~step & (~WIDE if step == TABLE else ALL_STEPS)
+    return _budget(steps, reach if left is None else max(min(left - 1, reach), 0))
+
+
+def _through(body: bytes) -> set:
+    """{(member, holder, base)} of the calls through a member in a function's text:
+    `holder->member(` (base b''), `base->holder->member(` or `base.holder.member(` (base b'?'
+    when not a name), as _called() reads them."""
+    out = set()
+    for piece in body.split(b"(")[:-1]:
+        text = piece.rstrip()
+        if text.endswith(b")"):
+            text = text[:-1].rstrip()
+        rest = text.rstrip(_WORD_BYTES)
+        member = text[len(rest):]
+        rest = rest.rstrip()
+        op = 2 if rest.endswith(b"->") else 1 if rest.endswith(b".") else 0
+        if not member or not op:
+            continue
+        rest = rest[:-op].rstrip()
+        before = rest.rstrip(_WORD_BYTES)
+        holder = rest[len(before):]
+        before = before.rstrip()
+        op = 2 if before.endswith(b"->") else 1 if before.endswith(b".") else 0
+        base = b""
+        if op:
+            left = before[:-op].rstrip()
+            base = left[len(left.rstrip(_WORD_BYTES)):] or b"?"
+        if holder and not member[:1].isdigit():
+            out.add((member, holder, base))
+    return out
+
+
+def _holder(node) -> tuple:
+    """(holder, base) of the expression a member is called through, as _through() gives them."""
+    if node is None:
+        return b"", b""
+    if node.type == "identifier":
+        return parser.text(node).encode(), b""
+    if node.type == "field_expression":
+        field, arg = node.child_by_field_name("field"), node.child_by_field_name("argument")
+        base = parser.text(arg).encode() if arg is not None and arg.type == "identifier" else b"?"
+        return (parser.text(field).encode() if field is not None else b""), base
+    return b"", b""
+
+
+_DECLARED: dict = {}
+
+
+def _declared_type(decls: bytes, name: bytes) -> Optional[str]:
+    """The struct type the last declaration of name in decls gives it (`struct T *name`,
+    `const struct T name`), or None."""
+    if name == b"?":
+        return None
+    rx = _DECLARED.get(name)
+    if rx is None:
+        if len(_DECLARED) > 4096:
+            _DECLARED.clear()
+        rx = _DECLARED[name] = re.compile(rb"\bstruct[ \t\n]+([A-Za-z_]\w*)(?:[ \t\n]*\*[ \t\n]*|[ \t\n]+)"
+                                          rb"(?:const[ \t\n]+)?" + re.escape(name) + rb"\b")
+    found = None
+    for m in rx.finditer(decls):
+        found = m.group(1).decode()
+    return found
 
 
 def _waits_in(body: bytes) -> bool:

@@ -21,7 +21,7 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
-from wqlint.scan.calls import MAX_DEPTH, Calls, dirs_near
+from wqlint.scan.calls import ALL_STEPS, MAX_DEPTH, TABLE, Calls, dirs_near, exhausted
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
@@ -396,36 +396,41 @@ class WorkModel:
 
     # -- what the work function reaches ------------------------------------------------------
     def _reach(self, site, key, queued, bound, fn, near) -> list:
-        if self.calls.distance(fn, near) >= MAX_DEPTH:
+        if self.calls.distance(fn, near, budget=ALL_STEPS) >= MAX_DEPTH:
             return []
         start = self.calls.function(fn, near)
         if start is None:
             return []
         out = []
-        for calls, flush, spec, target, call, scope in self._flushes(start, fn, MAX_DEPTH, frozenset()):
+        for calls, flush, spec, target, call, scope in self._flushes(start, fn, MAX_DEPTH, frozenset(), ALL_STEPS,
+                                                                     start.src.rel):
             if isinstance(target, int):
                 continue  # the work function's own parameter: its work item
             out.append(self._flow(site, key, queued, bound, fn, calls, flush, spec, target, call, scope))
         return out
 
-    def _flushes(self, scope: Scope, name: str, depth: int, stack: frozenset) -> list:
+    def _flushes(self, scope: Scope, name: str, depth: int, stack: frozenset, budget: int = 0,
+                 origin: str = "") -> list:
         """(call Steps, flush Step, FlushCall, Target, call node, Scope) of the flushes name
-        makes itself or through the functions of its subsystem it calls, up to depth calls
-        deep (worked out once per function, with the depth left at its first visit). A
-        callee is parsed and followed only when its text may reach a flush in time."""
+        makes itself or through the functions it calls, up to depth calls deep (worked out
+        once per function and budget, with the depth left at its first visit): those of its
+        subsystem, and the steps out of it that budget allows (scan.calls.distance(); origin:
+        the work function's file, whose subsystem's own tables are its own). A callee is
+        parsed and followed only when its text may reach a flush in time."""
         ident = (scope.src.rel, name)
-        memo = self._fn_memo.get(ident)
+        memo_key = (ident, budget, dirs_near(origin)[0] if budget & TABLE else "")
+        memo = self._fn_memo.get(memo_key)
         if memo is not None:
             return [r for r in memo if len(r[0]) < depth]
         misses = self._misses()
         out = []
-        for call, callee, via in self.calls.calls_in(scope):
+        for call, callee, via, near, left in self.calls.calls_in(scope, budget, origin):
             if _unlikely(call, scope):
                 continue
             cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
-            if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED
-                                 or self.calls.distance(callee, scope.src.rel, depth - 2) > depth - 2):
+            if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED or exhausted(budget)
+                                 or self.calls.distance(callee, near, depth - 2, budget=left) > depth - 2):
                 continue
             step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
             if spec is not None:
@@ -437,11 +442,11 @@ class WorkModel:
                 if target is not None:
                     out.append(((), step, spec, target, call, scope))
                 continue
-            inner = self.calls.function(callee, scope.src.rel)
+            inner = self.calls.function(callee, near)
             if inner is None or (inner.src.rel, callee) in stack or (inner.src.rel, callee) == ident:
                 continue
             for calls, flush, fspec, target, fcall, fscope in self._flushes(inner, callee, depth - 1,
-                                                                             stack | {ident}):
+                                                                             stack | {ident}, left, origin):
                 if isinstance(target, int):  # the callee flushes its parameter: this call's argument
                     args = parser.args(call)
                     if target >= len(args):
@@ -454,7 +459,7 @@ class WorkModel:
             if len(out) >= MAX_FLUSHES:
                 break
         if self._misses() == misses:
-            self._fn_memo[ident] = out
+            self._fn_memo[memo_key] = out
         return out
 
     # -- what a flush waits for --------------------------------------------------------------

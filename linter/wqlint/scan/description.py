@@ -1,0 +1,239 @@
+"""What the work model reads of the whole tree at once, for the calls that leave a subsystem:
+- the tables of functions, for the calls made through them (`file->f_op->fsync(...)`): every
+  initialiser `.member = function` of a struct variable anywhere in the tree, with the
+  variable's struct type, and the members that the structs of the tree's headers declare as
+  pointers to a struct (`const struct file_operations *f_op;`), with that struct's type;
+- the functions other files can call: the lines of the .c files that may start the
+  definition of a function not declared static.
+
+Built once per scan, when first asked, by three ripgrep runs over the whole tree started
+together (the initialisers and the variables' types in every .c and .h file; the structs'
+members in the .h files, where the structs that files share are declared; the headers of
+the .c files' functions). A file's lines are read in order: an initialiser belongs to the
+struct variable opened last before it, a member to the struct defined last, each until the
+`};` that ends it. Files held in memory (a review's patched files) are read there; without
+ripgrep the tree is read file by file.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from wqlint import tools
+from wqlint.scan.search import MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, rel_name
+from wqlint.scan.source import is_c_source
+from wqlint.scan.subtext import EXTERN_HEADER
+
+# `.member = function,` alone on its line
+INIT = r"^\s*\.\s*[A-Za-z_]\w*\s*=\s*(?:&\s*)?[A-Za-z_]\w*\s*(?:,\s*)?$"
+# `static const struct file_operations x_fops = {`: a struct variable with an initialiser
+VAR = r"^(?:static\s+)?(?:const\s+)?struct\s+[A-Za-z_]\w*\s+(?:const\s+)?[A-Za-z_]\w*[^=;(]*=\s*\{?\s*$"
+# `struct file {`, `const struct file_operations *f_op;`, and the `};` that ends either
+DEF = r"^(?:typedef\s+)?(?:struct|union)\s+[A-Za-z_]\w*\s*\{"
+MEMBER = r"^\s+(?:const\s+)?struct\s+[A-Za-z_]\w*\s*\*\s*(?:const\s+)?[A-Za-z_]\w*\s*;"
+END = r"^\};"
+
+# One record of their output (--heading: a file's lines after its name), by its kind.
+_LINE_RE = re.compile(
+    rb"([0-9]+):(?:"
+    rb"[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*&?[ \t]*([A-Za-z_]\w*)"  # 2, 3: member, function
+    rb"|[ \t]+(?:const[ \t]+)?struct[ \t]+([A-Za-z_]\w*)[ \t]*\*[ \t]*(?:const[ \t]+)?([A-Za-z_]\w*)"  # 4, 5
+    rb"|(?:typedef[ \t]+)?(?:struct|union)[ \t]+([A-Za-z_]\w*)[ \t]*\{"  # 6: a struct defined
+    rb"|(\};)"  # 7: its end, or a variable's
+    rb"|(?:static[ \t]+)?(?:const[ \t]+)?struct[ \t]+([A-Za-z_]\w*)[ \t]"  # 8: a variable's type
+    rb")")
+_NOT_FUNCTION = frozenset({b"NULL"})
+# A record of the headers' output: line, byte offset, the function's name.
+_HEADER_RE = re.compile(rb"([0-9]+):([0-9]+):(?:[^\n(]*[\t\x0b\x0c\r *])?([A-Za-z_]\w*)[^\S\n]*\(")
+
+
+class Description:
+    """The initialisers of members to functions and the pointer members of the tree (see the
+    module's docstring), read once, when first asked."""
+
+    def __init__(self, index):
+        self.index = index
+        self._inits: Optional[dict] = None  # b'type.member' -> b'fn num line;...' (type b'' unknown)
+        self._members: dict = {}  # member -> {struct type it points to: {struct declaring it}}
+        self._files: list = []  # rel by number
+        self._numbers: dict = {}  # rel -> its number, as bytes with a blank after it
+        self._by_member: dict = {}  # member -> {type: [(fn, rel, line)]}, made when asked
+        self._exported: dict = {}  # name -> b'num line offset;...'
+        self._types: dict = {}  # rel -> the struct types of the variables it initialises
+        self._types_in: dict = {}  # files -> types_in()
+
+    # -- asking ------------------------------------------------------------------------------
+    def member_types(self, member: str) -> dict:
+        """{struct type: (structs declaring member as a pointer to it)} of the tree's headers."""
+        self._load()
+        return {t.decode(): tuple(sorted(h.decode() for h in held))
+                for t, held in self._members.get(member.encode(), {}).items()}
+
+    def field_type(self, struct: str, member: str) -> Optional[str]:
+        """The struct type that member of struct points to, as the tree's headers declare it."""
+        self._load()
+        for t, holders in self._members.get(member.encode(), {}).items():
+            if struct.encode() in holders:
+                return t.decode()
+        return None
+
+    def initialisers(self, member: str) -> dict:
+        """{struct type: [(function, rel, line)]} of the initialisers `.member = function` of
+        the tree's struct variables, by path and line ('' for a type not read)."""
+        got = self._by_member.get(member)
+        if got is None:
+            self._load()
+            assert self._inits is not None
+            got = {}
+            key = b"." + member.encode()
+            for k, recs in self._inits.items():
+                if k.endswith(key) and k[:len(k) - len(key)].find(b".") < 0:
+                    rows = []
+                    for rec in recs.split(b";"):
+                        fn, num, line = rec.split(b" ")
+                        rows.append((self._files[int(num)], int(line), fn.decode()))
+                    got[k[:len(k) - len(key)].decode()] = [(fn, rel, line) for rel, line, fn in sorted(rows)]
+            self._by_member[member] = got
+        return got
+
+    def types_in(self, files: set) -> frozenset:
+        """The struct types of the variables that files initialise."""
+        key = frozenset(files)
+        got = self._types_in.get(key)
+        if got is None:
+            self._load()
+            if len(self._types_in) > 4096:
+                self._types_in.clear()
+            got = self._types_in[key] = frozenset(t for rel in files for t in self._types.get(rel, ()))
+        return got
+
+    def exported(self, name: str) -> list:
+        """[(rel, line, offset)] of the lines of the tree's .c files that may start the
+        definition of function name not declared static there, by path and line."""
+        self._load()
+        got = self._exported.get(name.encode())
+        if got is None:
+            return []
+        out = []
+        for rec in got.split(b";"):
+            num, line, offset = rec.split(b" ")
+            out.append((self._files[int(num)], int(line), int(offset)))
+        return sorted(out)
+
+    # -- reading -----------------------------------------------------------------------------
+    def _load(self) -> None:
+        if self._inits is not None:
+            return
+        self._inits = {}
+        index = self.index
+        memory = {**index.extra, **index.tree_files.in_memory(), **index.preloaded}
+        rg = tools.which("rg")
+        if rg:
+            from concurrent.futures import ThreadPoolExecutor  # (imports logging: only when asked)
+            with ThreadPoolExecutor(3) as pool:  # the searches run together
+                asked = [pool.submit(_search, rg, index, [INIT, VAR], ["*.c", "*.h"], "initialisers"),
+                         pool.submit(_search, rg, index, [DEF, MEMBER, END], ["*.h"], "struct members"),
+                         pool.submit(_search, rg, index, [EXTERN_HEADER + r"[^;]*$"], ["*.c"], "functions",
+                                     ["--byte-offset"])]
+                for got in asked[:2]:
+                    self._read(got.result(), skip=memory)
+                self._read(asked[2].result(), skip=memory, headers=True)
+        else:
+            memory = {rel: index.text(rel) for rel in index.dir_files("", recursive=True)
+                      if is_c_source(rel) and not rel.startswith("<")}
+        for rel in sorted(memory):
+            data = memory[rel] if rel in index.extra else index.text(rel)
+            if data is not None and is_c_source(rel):
+                self._read_file(rel, data, headers=rel.endswith(".h"))
+
+    def _read(self, out: bytes, skip: dict, headers: bool = False) -> None:
+        """Add ripgrep's --heading output (each file's name and a NUL, its lines, a blank line)."""
+        start, size = 0, len(out)
+        while start < size:
+            end = out.find(b"\n\n", start)
+            end = size if end < 0 else end + 1
+            at = out.find(b"\0", start, end)
+            if at < 0:
+                break
+            rel = rel_name(out[start:at])
+            if rel not in skip:
+                if headers:
+                    self._add_headers(rel, _HEADER_RE.findall(out, at + 1, end))
+                else:
+                    self._add(rel, _LINE_RE.findall(out, at + 1, end))
+            start = end + 1
+
+    def _read_file(self, rel: str, data: bytes, headers: bool) -> None:
+        """Add a file held in memory, its lines matched as ripgrep would."""
+        pats = [INIT, VAR] + ([DEF, MEMBER, END] if headers else [])
+        rx = re.compile("|".join(f"(?:{p})" for p in pats).encode())
+        lines = [b"%d:%s\n" % (n, line) for n, line in enumerate(data.split(b"\n"), 1) if rx.match(line)]
+        self._add(rel, _LINE_RE.findall(b"".join(lines)))
+        if rel.endswith(".c"):
+            heads, offset = [], 0
+            extern = re.compile((EXTERN_HEADER + r"[^;]*$").encode())
+            for n, line in enumerate(data.split(b"\n"), 1):
+                if extern.match(line):
+                    heads.append(b"%d:%d:%s\n" % (n, offset, line))
+                offset += len(line) + 1
+            self._add_headers(rel, _HEADER_RE.findall(b"".join(heads)))
+
+    def _add_headers(self, rel: str, records) -> None:
+        num = self._number(rel)
+        exported = self._exported
+        for line, offset, name in records:
+            rec = num + line + b" " + offset
+            old = exported.get(name)
+            exported[name] = rec if old is None else old + b";" + rec
+
+    def _number(self, rel: str) -> bytes:
+        """rel's number in the records, as bytes with a blank after it."""
+        num = self._numbers.get(rel)
+        if num is None:
+            num = self._numbers[rel] = b"%d " % len(self._files)
+            self._files.append(rel)
+        return num
+
+    def _add(self, rel: str, records) -> None:
+        assert self._inits is not None
+        inits, members = self._inits, self._members
+        num = b" " + self._number(rel)
+        var = defined = b""
+        for line, member, fn, ptype, pname, sdef, end, vtype in records:
+            if fn:
+                if fn not in _NOT_FUNCTION:
+                    key = var + b"." + member
+                    old = inits.get(key)
+                    rec = fn + num + line
+                    inits[key] = rec if old is None else old + b";" + rec
+            elif ptype:
+                if defined:
+                    members.setdefault(pname, {}).setdefault(ptype, set()).add(defined)
+            elif sdef:
+                defined = sdef
+            elif end:
+                var = defined = b""
+            elif vtype:
+                var = vtype
+                self._types.setdefault(rel, set()).add(vtype.decode())
+
+
+def _search(rg: str, index, patterns: list, globs: list, what: str, more: tuple = ()) -> bytes:
+    """ripgrep's --heading output for patterns over the tree's files of globs; b'' and the
+    index's error when it fails."""
+    args = [rg, "-n", "--with-filename", "--heading", "--null", "--no-ignore", "--binary",
+            "--threads", str(index.jobs), *more]
+    for g in globs:
+        args += ["-g", g]
+    args += ["-f", "-", "--", "."]
+    text = "".join("(?-u)" + p + "\n" for p in patterns).encode()
+    try:
+        proc = tools.run(args, cwd=index.root, input=text, timeout=SEARCH_TIMEOUT, what="ripgrep",
+                         limit=MAX_SEARCH_OUTPUT)
+    except tools.ToolError as exc:
+        index.search_failed(index.root, f"{exc} (the tree's {what})")
+        return b""
+    if proc.returncode not in (0, 1, 2):
+        index.search_failed(index.root, f"ripgrep failed: {tools.last_line(proc)} (the tree's {what})")
+        return b""
+    return proc.stdout
