@@ -352,18 +352,20 @@ def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type():
     file_operations of the tree that sets .fsync is followed (afs's waits), not a table of
     another type setting a member of that name (cfs's dir_operations), not a function that
     waits two calls below the table (dfs), not another driver's table of a type the work's own
-    driver sets itself (drivers/other's engine_ops); vfs_fsync() of fs/sync.c, a file that
-    waits for nothing, is followed from the driver as a function of another subsystem."""
+    driver sets itself (drivers/other's engine_ops), not a table the work's own file calls
+    (tgt_own_fn()); vfs_fsync() of fs/sync.c, a file that waits for nothing, is followed from
+    the driver as a function of another subsystem."""
     doc, _ = scan_json(TABLES)
     assert _reclaim_chains(doc) == [
         ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_flush_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
-            ("drivers/tgt/io.c", 19, "tgt_flush_fn() calls vfs_fsync()"),
+            ("drivers/tgt/io.c", 22, "tgt_flush_fn() calls vfs_fsync()"),
             ("fs/sync.c", 9, "vfs_fsync() calls afs_fsync() through file_operations.fsync = afs_fsync "
                              "(fs/afs/file.c:21)"),
             ("fs/afs/file.c", 16, "afs_fsync() calls flush_workqueue()")]),
         ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_sync_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
-            ("drivers/tgt/io.c", 27, "tgt_sync_fn() calls afs_fsync() through file_operations.fsync = afs_fsync "
-                                     "(fs/afs/file.c:21)"),
+            ("drivers/tgt/io.c", 29, "tgt_sync_fn() calls tgt_file_sync()"),
+            ("drivers/tgt/sync.c", 7, "tgt_file_sync() calls afs_fsync() through file_operations.fsync = "
+                                      "afs_fsync (fs/afs/file.c:21)"),
             ("fs/afs/file.c", 16, "afs_fsync() calls flush_workqueue()")]),
     ]
     assert doc["errors"] == []

@@ -539,9 +539,10 @@ class Calls:
         initialised to a known function in the subsystem (`ops->fsync(...)`); and, as budget
         allows (distance()), a function of another subsystem (wide_definition()) or, by the
         type of the table, a function set in one of the tree's tables (`file->f_op->fsync(...)`:
-        table_targets()). A table of a type that the subsystem of file origin (where the
-        path's work function is) initialises itself is taken to be its own: only the
-        functions its own tables set are followed."""
+        table_targets()). Not a table called in file origin itself (where the path's work
+        function is: the object is the work's own, whose table the code chooses); and a table
+        of a type that origin's subsystem initialises itself is taken to be its own: only
+        the functions its own tables set are followed."""
         if scope.node is None:
             return []
         out = []
@@ -569,8 +570,8 @@ class Calls:
                         continue  # a table of another type
                     seen.add(target)
                     out.append((call, target, f" through .{member} ({step.path}:{step.line})", rel, _after(budget)))
-                if not budget & TABLE:
-                    continue
+                if not budget & TABLE or rel == origin:
+                    continue  # (a table the work's own file calls is its own object's: its type is the code's)
                 own = set(self.files_near(origin)) if origin else set()
                 for target, irel, line, ttype in self.table_targets(member.encode(), types):
                     if target in seen or (own and ttype in self.ops.types_in(own) and irel not in own):
