@@ -533,16 +533,13 @@ class Calls:
             got = self._dir_files[here] = files[:MAX_NEAR_FILES]
         return got
 
-    def calls_in(self, scope: Scope, budget: int = 0, origin: str = "") -> list:
+    def calls_in(self, scope: Scope, budget: int = 0) -> list:
         """(call node, callee name, how, the file near which the callee is defined, the budget
-        left to its path) of the calls in a function: by name, or through a member
+        left to its path, the table) of the calls in a function: by name, or through a member
         initialised to a known function in the subsystem (`ops->fsync(...)`); and, as budget
         allows (distance()), a function of another subsystem (wide_definition()) or, by the
         type of the table, a function set in one of the tree's tables (`file->f_op->fsync(...)`:
-        table_targets()). Not a table called in file origin itself (where the path's work
-        function is: the object is the work's own, whose table the code chooses); and a table
-        of a type that origin's subsystem initialises itself is taken to be its own: only
-        the functions its own tables set are followed."""
+        table_targets(); the table: (its type, the file setting the function), else None)."""
         if scope.node is None:
             return []
         out = []
@@ -555,9 +552,9 @@ class Calls:
                 if budget & WIDE and name not in self.not_followed and self._definition(name, rel) is None:
                     wide = self.wide_definition(name)
                     if wide is not None:
-                        out.append((call, name, "", wide[0], _out(budget, WIDE)))
+                        out.append((call, name, "", wide[0], _out(budget, WIDE), None))
                         continue
-                out.append((call, name, "", rel, _after(budget)))
+                out.append((call, name, "", rel, _after(budget), None))
             elif fn.type == "field_expression":
                 member = parser.text(fn.child_by_field_name("field"))
                 holder, base = _holder(fn.child_by_field_name("argument"))
@@ -569,15 +566,14 @@ class Calls:
                     if not self._of_type(member, types, (step.path, step.line)):
                         continue  # a table of another type
                     seen.add(target)
-                    out.append((call, target, f" through .{member} ({step.path}:{step.line})", rel, _after(budget)))
-                if not budget & TABLE or rel == origin:
-                    continue  # (a table the work's own file calls is its own object's: its type is the code's)
-                own = set(self.files_near(origin)) if origin else set()
+                    out.append((call, target, f" through .{member} ({step.path}:{step.line})", rel, _after(budget),
+                                None))
+                if not budget & TABLE:
+                    continue
                 for target, irel, line, ttype in self.table_targets(member.encode(), types):
-                    if target in seen or (own and ttype in self.ops.types_in(own) and irel not in own):
-                        continue
-                    out.append((call, target, f" through {ttype}.{member} = {target} ({irel}:{line})", irel,
-                                _out(budget, TABLE)))
+                    if target not in seen:
+                        out.append((call, target, f" through {ttype}.{member} = {target} ({irel}:{line})", irel,
+                                    _out(budget, TABLE), (ttype, irel)))
         return out
 
     def _pointer_names(self, member: str, near: str, types: set) -> tuple:

@@ -53,7 +53,7 @@ class Description:
 
     def __init__(self, index):
         self.index = index
-        self._inits: Optional[dict] = None  # b'type.member' -> b'fn num line;...' (type b'' unknown)
+        self._inits: Optional[dict] = None  # member -> {type: b'fn num line;...'} (type b'' unknown)
         self._members: dict = {}  # member -> {struct type it points to: {struct declaring it}}
         self._files: list = []  # rel by number
         self._numbers: dict = {}  # rel -> its number, as bytes with a blank after it
@@ -85,14 +85,12 @@ class Description:
             self._load()
             assert self._inits is not None
             got = {}
-            key = b"." + member.encode()
-            for k, recs in self._inits.items():
-                if k.endswith(key) and k[:len(k) - len(key)].find(b".") < 0:
-                    rows = []
-                    for rec in recs.split(b";"):
-                        fn, num, line = rec.split(b" ")
-                        rows.append((self._files[int(num)], int(line), fn.decode()))
-                    got[k[:len(k) - len(key)].decode()] = [(fn, rel, line) for rel, line, fn in sorted(rows)]
+            for ttype, recs in self._inits.get(member.encode(), {}).items():
+                rows = []
+                for rec in recs.split(b";"):
+                    fn, num, line = rec.split(b" ")
+                    rows.append((self._files[int(num)], int(line), fn.decode()))
+                got[ttype.decode()] = [(fn, rel, line) for rel, line, fn in sorted(rows)]
             self._by_member[member] = got
         return got
 
@@ -202,10 +200,12 @@ class Description:
         for line, member, fn, ptype, pname, sdef, end, vtype in records:
             if fn:
                 if fn not in _NOT_FUNCTION:
-                    key = var + b"." + member
-                    old = inits.get(key)
+                    by_type = inits.get(member)
+                    if by_type is None:
+                        by_type = inits[member] = {}
+                    old = by_type.get(var)
                     rec = fn + num + line
-                    inits[key] = rec if old is None else old + b";" + rec
+                    by_type[var] = rec if old is None else old + b";" + rec
             elif ptype:
                 if defined:
                     members.setdefault(pname, {}).setdefault(ptype, set()).add(defined)

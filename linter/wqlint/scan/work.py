@@ -21,7 +21,7 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
-from wqlint.scan.calls import ALL_STEPS, MAX_DEPTH, TABLE, Calls, dirs_near, exhausted
+from wqlint.scan.calls import ALL_STEPS, MAX_DEPTH, Calls, dirs_near, exhausted
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
@@ -402,29 +402,41 @@ class WorkModel:
         if start is None:
             return []
         out = []
-        for calls, flush, spec, target, call, scope in self._flushes(start, fn, MAX_DEPTH, frozenset(), ALL_STEPS,
-                                                                     start.src.rel):
+        for calls, flush, spec, target, call, scope, tables in self._flushes(start, fn, MAX_DEPTH, frozenset(),
+                                                                             ALL_STEPS):
             if isinstance(target, int):
                 continue  # the work function's own parameter: its work item
+            if any(not self._any_table(start.src.rel, *table) for table in tables):
+                continue
             out.append(self._flow(site, key, queued, bound, fn, calls, flush, spec, target, call, scope))
         return out
 
-    def _flushes(self, scope: Scope, name: str, depth: int, stack: frozenset, budget: int = 0,
-                 origin: str = "") -> list:
-        """(call Steps, flush Step, FlushCall, Target, call node, Scope) of the flushes name
-        makes itself or through the functions it calls, up to depth calls deep (worked out
-        once per function and budget, with the depth left at its first visit): those of its
-        subsystem, and the steps out of it that budget allows (scan.calls.distance(); origin:
-        the work function's file, whose subsystem's own tables are its own). A callee is
-        parsed and followed only when its text may reach a flush in time."""
+    def _any_table(self, origin: str, ttype: str, irel: str, crel: str) -> bool:
+        """May a table of type ttype called in file crel be one set in irel, on a path from a
+        work function of file origin? Not when origin itself calls it (the object is the work's
+        own, whose table the code chooses), nor when origin's subsystem sets tables of that
+        type itself and irel is not of them (the table is its own)."""
+        if crel == origin:
+            return False
+        own = set(self.calls.files_near(origin))
+        return irel in own or ttype not in self.calls.ops.types_in(own)
+
+    def _flushes(self, scope: Scope, name: str, depth: int, stack: frozenset, budget: int = 0) -> list:
+        """(call Steps, flush Step, FlushCall, Target, call node, Scope, tables) of the flushes
+        name makes itself or through the functions it calls, up to depth calls deep (worked
+        out once per function and budget, with the depth left at its first visit): those of
+        its subsystem, and the steps out of it that budget allows (scan.calls.distance());
+        tables: (type, file setting the function, file calling) of each call through a table
+        of several functions on the way, for the work function's file to judge (_any_table()).
+        A callee is parsed and followed only when its text may reach a flush in time."""
         ident = (scope.src.rel, name)
-        memo_key = (ident, budget, dirs_near(origin)[0] if budget & TABLE else "")
+        memo_key = (ident, budget)
         memo = self._fn_memo.get(memo_key)
-        if memo is not None:
-            return [r for r in memo if len(r[0]) < depth]
+        if memo is not None and memo[0] >= depth:
+            return [r for r in memo[1] if len(r[0]) < depth]
         misses = self._misses()
         out = []
-        for call, callee, via, near, left in self.calls.calls_in(scope, budget, origin):
+        for call, callee, via, near, left, table in self.calls.calls_in(scope, budget):
             if _unlikely(call, scope):
                 continue
             cline = scope.chunk.line_of(call)
@@ -440,13 +452,13 @@ class WorkModel:
                 param = _param_of(spec, call, scope)
                 target = param if param >= 0 else self.target(spec, call, scope)
                 if target is not None:
-                    out.append(((), step, spec, target, call, scope))
+                    out.append(((), step, spec, target, call, scope, ()))
                 continue
             inner = self.calls.function(callee, near)
             if inner is None or (inner.src.rel, callee) in stack or (inner.src.rel, callee) == ident:
                 continue
-            for calls, flush, fspec, target, fcall, fscope in self._flushes(inner, callee, depth - 1,
-                                                                             stack | {ident}, left, origin):
+            for calls, flush, fspec, target, fcall, fscope, tables in self._flushes(inner, callee, depth - 1,
+                                                                                     stack | {ident}, left):
                 if isinstance(target, int):  # the callee flushes its parameter: this call's argument
                     args = parser.args(call)
                     if target >= len(args):
@@ -455,11 +467,12 @@ class WorkModel:
                     target = param if param >= 0 else self.target_of(fspec, self.key_of(args[target], scope), scope)
                     if target is None:
                         continue
-                out.append(((step,) + calls, flush, fspec, target, fcall, fscope))
-            if len(out) >= MAX_FLUSHES:
-                break
+                out.append(((step,) + calls, flush, fspec, target, fcall, fscope,
+                            tables + ((table + (scope.src.rel,),) if table else ())))
+            if sum(not r[6] for r in out) >= MAX_FLUSHES or len(out) >= 2 * MAX_FLUSHES:
+                break  # (those through a table are judged per work: they do not crowd the others out)
         if self._misses() == misses:
-            self._fn_memo[memo_key] = out
+            self._fn_memo[memo_key] = (depth, out)
         return out
 
     # -- what a flush waits for --------------------------------------------------------------
