@@ -542,9 +542,9 @@ class Calls:
         table_targets(); the table: (its type, the file setting the function), else None)."""
         if scope.node is None:
             return []
-        out = []
+        out: list = []
         rel = scope.src.rel
-        decls = None
+        decls: Optional[bytes] = None
         for _, caps in parser.matches("work_calls", scope.node):
             call, fn = caps["call"], caps["call.fn"]
             if fn.type == "identifier":
@@ -559,7 +559,7 @@ class Calls:
                 member = parser.text(fn.child_by_field_name("field"))
                 holder, base = _holder(fn.child_by_field_name("argument"))
                 if decls is None:  # the function's parameters and locals
-                    decls = scope.node.text if scope.kind == "function" else b""
+                    decls = (scope.node.text or b"") if scope.kind == "function" else b""
                 types = self.table_types(member.encode(), holder, base, decls)
                 seen = set()
                 for target, step in self.pointer_targets(member, rel):

@@ -20,6 +20,7 @@ import re
 from typing import Optional
 
 from wqlint import tools
+from wqlint.scan.phases import timed
 from wqlint.scan.search import MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, rel_name
 from wqlint.scan.source import is_c_source
 from wqlint.scan.subtext import EXTERN_HEADER
@@ -35,8 +36,8 @@ END = r"^\};"
 
 # One record of their output (--heading: a file's lines after its name), by its kind.
 _LINE_RE = re.compile(
-    rb"([0-9]+):(?:"
-    rb"[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*&?[ \t]*([A-Za-z_]\w*)"  # 2, 3: member, function
+    rb"(?<=[\0\n])([0-9]+):(?:"
+    rb"[ \t]*\.[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:&[ \t]*)?([A-Za-z_]\w*)"  # 2, 3: member, function
     rb"|[ \t]+(?:const[ \t]+)?struct[ \t]+([A-Za-z_]\w*)[ \t]*\*[ \t]*(?:const[ \t]+)?([A-Za-z_]\w*)"  # 4, 5
     rb"|(?:typedef[ \t]+)?(?:struct|union)[ \t]+([A-Za-z_]\w*)[ \t]*\{"  # 6: a struct defined
     rb"|(\};)"  # 7: its end, or a variable's
@@ -44,7 +45,7 @@ _LINE_RE = re.compile(
     rb")")
 _NOT_FUNCTION = frozenset({b"NULL"})
 # A record of the headers' output: line, byte offset, the function's name.
-_HEADER_RE = re.compile(rb"([0-9]+):([0-9]+):(?:[^\n(]*[\t\x0b\x0c\r *])?([A-Za-z_]\w*)[^\S\n]*\(")
+_HEADER_RE = re.compile(rb"(?<=[\0\n])([0-9]+):([0-9]+):(?:[^\n(]*[\t\x0b\x0c\r *])?([A-Za-z_]\w*)[^\S\n]*\(")
 
 
 class Description:
@@ -120,8 +121,11 @@ class Description:
 
     # -- reading -----------------------------------------------------------------------------
     def _load(self) -> None:
-        if self._inits is not None:
-            return
+        if self._inits is None:
+            self._read_tree()
+
+    @timed("description")
+    def _read_tree(self) -> None:
         self._inits = {}
         index = self.index
         memory = {**index.extra, **index.tree_files.in_memory(), **index.preloaded}
@@ -132,7 +136,7 @@ class Description:
                 asked = [pool.submit(_search, rg, index, [INIT, VAR], ["*.c", "*.h"], "initialisers"),
                          pool.submit(_search, rg, index, [DEF, MEMBER, END], ["*.h"], "struct members"),
                          pool.submit(_search, rg, index, [EXTERN_HEADER + r"[^;]*$"], ["*.c"], "functions",
-                                     ["--byte-offset"])]
+                                     ("--byte-offset",))]
                 for got in asked[:2]:
                     self._read(got.result(), skip=memory)
                 self._read(asked[2].result(), skip=memory, headers=True)
@@ -166,7 +170,7 @@ class Description:
         pats = [INIT, VAR] + ([DEF, MEMBER, END] if headers else [])
         rx = re.compile("|".join(f"(?:{p})" for p in pats).encode())
         lines = [b"%d:%s\n" % (n, line) for n, line in enumerate(data.split(b"\n"), 1) if rx.match(line)]
-        self._add(rel, _LINE_RE.findall(b"".join(lines)))
+        self._add(rel, _LINE_RE.findall(b"\n" + b"".join(lines)))
         if rel.endswith(".c"):
             heads, offset = [], 0
             extern = re.compile((EXTERN_HEADER + r"[^;]*$").encode())
@@ -174,7 +178,7 @@ class Description:
                 if extern.match(line):
                     heads.append(b"%d:%d:%s\n" % (n, offset, line))
                 offset += len(line) + 1
-            self._add_headers(rel, _HEADER_RE.findall(b"".join(heads)))
+            self._add_headers(rel, _HEADER_RE.findall(b"\n" + b"".join(heads)))
 
     def _add_headers(self, rel: str, records) -> None:
         num = self._number(rel)

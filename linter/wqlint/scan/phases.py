@@ -1,7 +1,8 @@
 """Where a command's time and memory go, phase by phase (`--phases FILE` of scan and review).
 
 PHASES are the parts of a scan: search (the searches of the tree, ripgrep or grep, and the
-reading of their output: scan.index, scan.subtext), description (everything not in another
+reading of their output: scan.index, scan.subtext), description (the tree-wide description of
+tables of functions and exported functions, scan.description, and everything not in another
 phase: the catalogue and the tree's configuration, its files walked and compared with the
 index, the kernel's API header and version, the index read and kept), resolution (the
 allocation sites and the uses of system queues, scan.sites, scan.uses), work model (the work
