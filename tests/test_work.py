@@ -351,7 +351,7 @@ def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type():
     """file->f_op->fsync() runs the fsync of whichever filesystem the file is on: every
     file_operations of the tree that sets .fsync is followed (afs's waits), not a table of
     another type setting a member of that name (cfs's dir_operations), not a function that
-    waits two calls below the table (dfs), not another driver's table of a type the work's own
+    waits a call below the table (dfs), not another driver's table of a type the work's own
     driver sets itself (drivers/other's engine_ops), not a table the work's own file calls
     (tgt_own_fn()); vfs_fsync() of fs/sync.c, a file that waits for nothing, is followed from
     the driver as a function of another subsystem."""
@@ -373,17 +373,17 @@ def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type():
 
 def test_a_table_the_works_driver_does_not_set_is_any_drivers(tmp_path):
     """The near misses of the test above, each undone: drivers/own no longer sets an engine_ops
-    of its own (then drivers/other's may be the one its engine has), and dfs waits one call
-    below its fsync."""
+    of its own (then drivers/other's may be the one its engine has), and dfs's fsync waits
+    itself."""
     import shutil
     tree = tmp_path / "tree"
     shutil.copytree(TABLES, tree)
     own = tree / "drivers" / "own" / "own.c"
     own.write_text(own.read_text().replace("struct engine_ops own_engine_ops", "struct engine_opz own_engine_ops"))
     dfs = tree / "fs" / "dfs" / "file.c"
-    dfs.write_text(dfs.read_text().replace("\tdfs_sync();", "\tdfs_wait();"))
+    dfs.write_text(dfs.read_text().replace("\tdfs_wait();\n\treturn 0;", "\tflush_workqueue(dfs_wq);\n\treturn 0;"))
     doc, _ = scan_json(tree)
     got = {(p, line, w.split(":")[1].split(" ")[0]) for p, line, w, _chain in _reclaim_chains(doc)}
     assert got == {("fs/afs/file.c", 16, "tgt_flush_fn"), ("fs/afs/file.c", 16, "tgt_sync_fn"),
-                   ("fs/dfs/file.c", 10, "tgt_flush_fn"), ("fs/dfs/file.c", 10, "tgt_sync_fn"),
+                   ("fs/dfs/file.c", 15, "tgt_flush_fn"), ("fs/dfs/file.c", 15, "tgt_sync_fn"),
                    ("drivers/other/other.c", 10, "own_stop_fn")}

@@ -39,7 +39,7 @@ MAX_TABLE_TARGETS = 128
 WIDE, TABLE = 1, 2
 ALL_STEPS = WIDE | TABLE
 WIDE_REACH = 3  # calls after a step into another subsystem's function
-TABLE_REACH = 1  # calls after a call through a table
+TABLE_REACH = 0  # calls after a call through a table: the function it sets must wait itself
 # A function's definition from its header's first line: the name before the parameters, then
 # the body's '{'.
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
