@@ -238,3 +238,41 @@ int bl_probe(struct bl_dev *bl)
 	queue_work(bl->wq, &bl->reset);
 	return 0;
 }
+
+/* One item bound to two functions in turn: the one queued on the reclaim queue is the one it
+ * was bound to just before, the other runs only from the system queue. */
+struct rb_dev {
+	struct workqueue_struct *wq, *aux;
+	struct work_struct work;
+};
+
+static void rb_io_fn(struct work_struct *w)
+{
+}
+
+static void rb_sync_fn(struct work_struct *w)
+{
+	struct rb_dev *rb = container_of(w, struct rb_dev, work);
+
+	// ok: reclaim-flush-dependency
+	flush_workqueue(rb->aux);
+}
+
+void rb_io(struct rb_dev *rb)
+{
+	INIT_WORK(&rb->work, rb_io_fn);
+	queue_work(rb->wq, &rb->work);
+}
+
+void rb_sync(struct rb_dev *rb)
+{
+	INIT_WORK(&rb->work, rb_sync_fn);
+	schedule_work(&rb->work);
+}
+
+int rb_probe(struct rb_dev *rb)
+{
+	rb->wq = alloc_workqueue("rb", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	rb->aux = alloc_workqueue("rb-aux", WQ_UNBOUND, 0);
+	return 0;
+}

@@ -30,6 +30,7 @@ from wqlint.scan import guards, parser
 from wqlint.scan.calls import MAX_DEPTH, dirs_near
 from wqlint.scan.assumed import assumed
 from wqlint.scan.ctext import short, split_args
+from wqlint.scan.items import BIND_RE, args_text, last_word, rebound
 from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.site import SelfWait
 from wqlint.scan.suppress import suppressed
@@ -42,11 +43,9 @@ MAX_PATHS = 3  # ways to one function kept
 MAX_QUEUED = 3  # calls queueing the work shown in the chain
 
 _WAIT_RE = re.compile(r"\b(" + "|".join(sorted(api.SELF_WAITS, key=len, reverse=True)) + r")\s*\(")
-_BIND_RE = re.compile(r"\b(" + "|".join(sorted(api.WORK_BINDERS, key=len, reverse=True)) + r")\s*\(")
 # A line that may start a function's definition, up to the body's '{' (scan.calls reads the
 # same shape).
 _DEF_RE = re.compile(rb"(?m)^(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
-_TOKEN_RE = re.compile(r"[A-Za-z_]\w*|->|\.")  # the names and member operators of an argument
 # An argument that is a name alone (a parameter or a local), or to_delayed_work() of one.
 _LOCAL_RE = re.compile(r"(?:&?\s*to_\w+_work\s*\(\s*)?([A-Za-z_]\w*)(?:\s*\))?")  # of stripped text
 
@@ -135,7 +134,7 @@ class SelfWaits:
             arg = _first_arg(text[m.end():])
             if arg is None or "struct " in arg:
                 continue  # a declaration, or a call this look does not read
-            word = _last_word(arg)
+            word = last_word(arg)
             if not word:
                 continue
             works = [] if "(" in arg else list(self._works_of(what, arg, word, rel))
@@ -148,8 +147,8 @@ class SelfWaits:
                     continue
                 works += [(fn[2], brel, bline) for _work, brel, bline in self._bound_to(fn[2], rel) or ()]
                 given = _given_text(src, fn, local.group(1), line)
-                if given is not None and not _LOCAL_RE.fullmatch(given.strip()) and _last_word(given):
-                    works += self._works_of(what, given, _last_word(given), rel)
+                if given is not None and not _LOCAL_RE.fullmatch(given.strip()) and last_word(given):
+                    works += self._works_of(what, given, last_word(given), rel)
             for work_fn, brel, bline in dict.fromkeys(works):
                 for path in self._paths(work_fn, brel, rel, line):
                     got = self._judge(rel, line, name, work_fn, brel, path, bline)
@@ -199,11 +198,11 @@ class SelfWaits:
                     spec = api.QUEUE_CALLS_BY_NAME.get(m.group(1))
                     if spec is None or not spec.queues:
                         continue
-                    args = _args_text(text[m.end():]) or split_args(text[m.end():])
-                    if len(args) <= spec.queue_arg + 1 or _last_word(args[spec.queue_arg]) != queue:
+                    args = args_text(text[m.end():]) or split_args(text[m.end():])
+                    if len(args) <= spec.queue_arg + 1 or last_word(args[spec.queue_arg]) != queue:
                         continue
                     work = args[spec.queue_arg + 1].strip()
-                    word = _last_word(work)
+                    word = last_word(work)
                     if re.fullmatch(r"[A-Za-z_]\w*", work):
                         wrapped = True  # (or a global item: looked up by its name too)
                     if word:
@@ -295,10 +294,10 @@ class SelfWaits:
                 if src is None:
                     continue
                 text = src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace")
-                for m in _BIND_RE.finditer(text):
+                for m in BIND_RE.finditer(text):
                     if m.start() > len(src.line_text(line)):
                         break
-                    args = _args_text(text[m.end():])
+                    args = args_text(text[m.end():])
                     wi, fi = api.WORK_BINDERS[m.group(1)]
                     if args is not None and max(wi, fi) < len(args) and args[fi].strip().lstrip("&").strip() == fn:
                         out.append((args[wi], brel, line))
@@ -382,7 +381,7 @@ class SelfWaits:
             # The queued item must be the work's by name and struct (an unknown tag would let
             # another struct's member of the same name stand for it).
             on = [step for step, wk in self.model.queued_on(key, where.src.rel) if wk == work
-                  and (wk.kind == "var" or wk.tag) and not self._rebound(step, work.name, start.name)]
+                  and (wk.kind == "var" or wk.tag) and not rebound(self.index, step, work.name, start.name)]
             if not on:
                 return None
             queued = on
@@ -407,23 +406,6 @@ class SelfWaits:
             if misses == self._misses():
                 self._facts[(brel, bline, fn)] = got
         return dict(got)
-
-    def _rebound(self, step: Step, item: str, fn: str) -> bool:
-        """Does the function of the queueing call at step bind item to a function other than
-        fn before it (`INIT_WORK(&w->work, load_fn); queue_work(w->wq, &w->work);`)? Then
-        that call queues the other function, whatever binds the item elsewhere."""
-        src = self.index.source(step.path)
-        if src is None:
-            return False
-        chunk = src.chunk_at(step.line)
-        bound = None
-        for line in range(chunk.first_line, step.line):
-            text = src.line_text(line)
-            m = _BIND_RE.search(text) if item in text else None
-            given = _args_text(text[m.end():]) if m else None
-            if given and len(given) >= 2 and _last_word(given[0]) == item:
-                bound = given[1].strip().lstrip("&").strip()
-        return bound is not None and bound != fn
 
     @staticmethod
     def _steps(hops: list) -> tuple:
@@ -559,11 +541,11 @@ class SelfWaits:
                                  f"{macro}() binds {short(parser.text(args[wi]), 40)} to {fn}()")
         # A DECLARE_*() at file level, which the parser does not read as a call.
         text = src.line_text(line)
-        m = _BIND_RE.search(text)
-        given = _args_text(text[m.end():]) if m else None
+        m = BIND_RE.search(text)
+        given = args_text(text[m.end():]) if m else None
         if m is None or not given or len(given) < 2 or given[1].strip().lstrip("&").strip() != fn:
             return None
-        word = _last_word(given[0])
+        word = last_word(given[0])
         if not word or not m.group(1).startswith("DECLARE"):
             return None
         return Key("var", word), Step(rel, line, text.strip(), f"{m.group(1)}() binds {given[0].strip()} to {fn}()")
@@ -664,37 +646,6 @@ def _calls_named(scope: Scope, name: str) -> list:
 
 
 
-def _args_text(text: str) -> Optional[list]:
-    """The arguments of a call whose text starts after its '(', or None when it does not
-    close there."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            if depth == 0:
-                return split_args(text[:i])
-            depth -= 1
-    return None
-
-
 def _first_arg(text: str) -> Optional[str]:
-    args = _args_text(text)
+    args = args_text(text)
     return args[0] if args else None
-
-
-def _last_word(text: str) -> str:
-    """The name an argument's text ends with: `&priv->reset_work` reset_work, `&d->dw.work`
-    dw, `to_delayed_work(work)` work, `x->wq` wq, `x->q[i]` q."""
-    text = text.strip().rstrip(")").strip()
-    if text.endswith("]") and "[" in text:  # one subscript
-        text = text[:text.rindex("[")].rstrip()
-    tokens = _TOKEN_RE.findall(text)
-    if len(tokens) >= 5 and tokens[-1] == "work" and tokens[-2] in (".", "->") and tokens[-4] in (".", "->") \
-            and _is_name(tokens[-3]):
-        return tokens[-3]  # the delayed_work holding .work
-    return tokens[-1] if tokens and _is_name(tokens[-1]) and text.endswith(tokens[-1]) else ""
-
-
-def _is_name(token: str) -> bool:
-    return token[:1].isalpha() or token[:1] == "_"

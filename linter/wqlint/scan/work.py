@@ -22,6 +22,7 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.calls import ALL_STEPS, MAX_DEPTH, Calls, dirs_near, exhausted
+from wqlint.scan.items import rebound
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
@@ -86,6 +87,8 @@ class WorkModel:
                 continue
             for queued, work in self.queued_on(key, site.path):
                 for bound, fn, near in self.bindings(work, queued.path):
+                    if rebound(self.index, queued, work.name, fn):
+                        continue  # the queueing call's function binds the item to another first
                     for flow in self._reach(site, key, queued, bound, fn, near):
                         ident = (flow.path, flow.line, flow.col, id(site), flow.function)
                         if ident not in seen:
