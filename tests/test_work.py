@@ -341,13 +341,24 @@ def test_without_the_mode_parameter_the_cancel_of_its_own_item_is_reported(tmp_p
 TABLES = FIXTURES / "tables"
 
 
+def _tables_tree(tmp_path):
+    """The tables fixture in a kernel tree: mainline's workqueue API and version beside it."""
+    import shutil
+    tree = tmp_path / "tree"
+    shutil.copytree(TABLES, tree)
+    for rel in ("Makefile", "include/linux/workqueue.h", "kernel/workqueue.c"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(MAINLINE / rel, tree / rel)
+    return tree
+
+
 def _reclaim_chains(doc) -> list:
     return sorted((f["path"], f["line"], f["message"].split('kernel warns "workqueue: ')[1].rstrip('")'),
                    [(s["path"], s["line"], s["note"]) for s in f["chain"][3:-1]])
                   for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency")
 
 
-def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type():
+def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type(tmp_path):
     """file->f_op->fsync() runs the fsync of whichever filesystem the file is on: every
     file_operations of the tree that sets .fsync is followed (afs's waits), not a table of
     another type setting a member of that name (cfs's dir_operations), not a function that
@@ -355,7 +366,7 @@ def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type():
     driver sets itself (drivers/other's engine_ops), not a table the work's own file calls
     (tgt_own_fn()); vfs_fsync() of fs/sync.c, a file that waits for nothing, is followed from
     the driver as a function of another subsystem."""
-    doc, _ = scan_json(TABLES)
+    doc, _ = scan_json(_tables_tree(tmp_path))
     assert _reclaim_chains(doc) == [
         ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_flush_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
             ("drivers/tgt/io.c", 22, "tgt_flush_fn() calls vfs_fsync()"),
@@ -375,9 +386,7 @@ def test_a_table_the_works_driver_does_not_set_is_any_drivers(tmp_path):
     """The near misses of the test above, each undone: drivers/own no longer sets an engine_ops
     of its own (then drivers/other's may be the one its engine has), and dfs's fsync waits
     itself."""
-    import shutil
-    tree = tmp_path / "tree"
-    shutil.copytree(TABLES, tree)
+    tree = _tables_tree(tmp_path)
     own = tree / "drivers" / "own" / "own.c"
     own.write_text(own.read_text().replace("struct engine_ops own_engine_ops", "struct engine_opz own_engine_ops"))
     dfs = tree / "fs" / "dfs" / "file.c"
