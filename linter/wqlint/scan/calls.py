@@ -16,6 +16,8 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.description import Description
+from wqlint.scan.steps import ALL_STEPS, TABLE, WIDE, after, exhausted, step_out
+from wqlint.scan.tablecalls import WORD_BYTES, calls_through, declared_type, holder_of
 from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
 from wqlint.scan.source import is_c_source
@@ -30,16 +32,6 @@ MAX_FAR_FILES = 5000  # files that flush, searched for the callees of other subs
 # is followed into every function the tree's tables of that type set the member to, up to this
 # many (file_operations.fsync has about a hundred); more is too generic to follow.
 MAX_TABLE_TARGETS = 128
-# The steps out of a subsystem a path may take, once each (distance()): WIDE, a call of a
-# function another subsystem defines; TABLE, a call through a table of several functions.
-# After one, the path may make only so many more calls: which function of a table runs
-# depends on the object, which the path does not show (only a wait that close is taken as
-# the table's), and another subsystem's function is read for the step it takes, not as a
-# way into everything it may call. A budget is the steps left and, after one, the calls left.
-WIDE, TABLE = 1, 2
-ALL_STEPS = WIDE | TABLE
-WIDE_REACH = 3  # calls after a step into another subsystem's function
-TABLE_REACH = 0  # calls after a call through a table: the function it sets must wait itself
 # A function's definition from its header's first line: the name before the parameters, then
 # the body's '{'.
 _DEF_AT = re.compile(rb"(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{")
@@ -52,7 +44,6 @@ _FLUSH_COMMON = max((n[i:j] for n in _FLUSH_NAMES[:1] for i in range(len(n)) for
 _FLUSH_RE = re.compile(rb"\b(?:" + "|".join(c.name for c in api.FLUSH_CALLS).encode() + rb")\s*\(")
 _WAIT_NAMES = tuple(n.encode() for n in covering(list(api.SELF_WAITS)))
 _WAIT_RE = re.compile(rb"\b(?:" + "|".join(api.SELF_WAITS).encode() + rb")\s*\(")
-_WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
 _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
 
@@ -82,7 +73,7 @@ class Calls:
         self.ops = Description(index)  # the tree's tables of functions, read when first asked
         self._tables: dict = {}  # (member, holder, base, type of base) -> _table_targets()
         self._wide: dict = {}  # name -> wide_definition()
-        self._steps: dict = {}  # a definition -> _steps_out()
+        self._steps: dict = {}  # a definition -> _stepsstep_out()
         self._types_at: dict = {}  # member -> {(rel, line) of an initialiser of it: its table's type}
 
     def function(self, name: str, near: str) -> Optional[Scope]:
@@ -273,16 +264,16 @@ class Calls:
                 continue
             if exhausted(left):
                 got = ((), got[1])
-            nxt = [(c, _after(left)) for c in got[0]]
+            nxt = [(c, after(left)) for c in got[0]]
             if left & ALL_STEPS and not exhausted(left) and k < radius:
-                out = self._steps_out(cat)
+                out = self._stepsstep_out(cat)
                 if out is _PENDING:
                     pending = True
                     continue
                 if left & WIDE:
-                    nxt += [(c, _out(left, WIDE)) for c in out[0]]
+                    nxt += [(c, step_out(left, WIDE)) for c in out[0]]
                 if left & TABLE:
-                    nxt += [(c, _out(left, TABLE)) for c in out[1]]
+                    nxt += [(c, step_out(left, TABLE)) for c in out[1]]
             if waits:
                 body = self._body(cat)
                 got = (got[0], body is not None and _waits_in(body))
@@ -378,7 +369,7 @@ class Calls:
         types: dict = {}  # member -> the types of the tables it is called through (each a set)
         if through:
             decls = self._declarations(at)
-            for member, holder, base in _through(body):
+            for member, holder, base in calls_through(body):
                 types.setdefault(member, set()).add(self.table_types(member, holder, base, decls))
         for member in through:
             names.update(self._pointer_names(member.decode(), rel, types.get(member, {frozenset()})))
@@ -390,7 +381,7 @@ class Calls:
         got = self._callees[at] = (tuple(callees), _flushes_in(body))
         return got
 
-    def _steps_out(self, at: tuple):
+    def _stepsstep_out(self, at: tuple):
         """([definitions it may call in another subsystem (wide_definition())], [definitions
         the tree's tables set a member it calls through to (table_targets())]) of the function
         whose definition is at, not among _callees_of()'s; _PENDING until the subsystems of
@@ -416,7 +407,7 @@ class Calls:
             if d is not None and d != at and d not in plain[0] and d not in wide:
                 wide.append(d)
         decls = self._declarations(at)
-        for member, holder, base in sorted(_through(body)):
+        for member, holder, base in sorted(calls_through(body)):
             for fn, irel, _line, _type in self.table_targets(member, self.table_types(member, holder, base, decls)):
                 d = self._definition(fn, irel)
                 if d is _PENDING:
@@ -443,7 +434,7 @@ class Calls:
         structs declare a member called holder to point to. Empty when not known so."""
         if not holder or holder[:1].isdigit():
             return frozenset()
-        btype = _declared_type(decls, base) if base else _declared_type(decls, holder)
+        btype = declared_type(decls, base) if base else declared_type(decls, holder)
         key = (member, holder, base, btype)
         got = self._tables.get(key)
         if got is None:
@@ -552,12 +543,12 @@ class Calls:
                 if budget & WIDE and name not in self.not_followed and self._definition(name, rel) is None:
                     wide = self.wide_definition(name)
                     if wide is not None:
-                        out.append((call, name, "", wide[0], _out(budget, WIDE), None))
+                        out.append((call, name, "", wide[0], step_out(budget, WIDE), None))
                         continue
-                out.append((call, name, "", rel, _after(budget), None))
+                out.append((call, name, "", rel, after(budget), None))
             elif fn.type == "field_expression":
                 member = parser.text(fn.child_by_field_name("field"))
-                holder, base = _holder(fn.child_by_field_name("argument"))
+                holder, base = holder_of(fn.child_by_field_name("argument"))
                 if decls is None:  # the function's parameters and locals
                     decls = (scope.node.text or b"") if scope.kind == "function" else b""
                 types = self.table_types(member.encode(), holder, base, decls)
@@ -566,14 +557,14 @@ class Calls:
                     if not self._of_type(member, types, (step.path, step.line)):
                         continue  # a table of another type
                     seen.add(target)
-                    out.append((call, target, f" through .{member} ({step.path}:{step.line})", rel, _after(budget),
+                    out.append((call, target, f" through .{member} ({step.path}:{step.line})", rel, after(budget),
                                 None))
                 if not budget & TABLE:
                     continue
                 for target, irel, line, ttype in self.table_targets(member.encode(), types):
                     if target not in seen:
                         out.append((call, target, f" through {ttype}.{member} = {target} ({irel}:{line})", irel,
-                                    _out(budget, TABLE), (ttype, irel)))
+                                    step_out(budget, TABLE), (ttype, irel)))
         return out
 
     def _pointer_names(self, member: str, near: str, types: set) -> tuple:
@@ -627,7 +618,7 @@ def _called(body: bytes) -> tuple:
         text = piece.rstrip()
         if text.endswith(b")"):
             text = text[:-1].rstrip()
-        rest = text.rstrip(_WORD_BYTES)
+        rest = text.rstrip(WORD_BYTES)
         name = text[len(rest):]
         if not name or name[:1].isdigit():
             continue
@@ -636,99 +627,6 @@ def _called(body: bytes) -> tuple:
         if rest.endswith(b"->") or rest.endswith(b"."):
             members.add(name)
     return names, members
-
-
-def _budget(steps: int, left: Optional[int] = None) -> int:
-    """A budget: the steps out of a subsystem left (WIDE | TABLE) and the calls left (None:
-    not counted)."""
-    return steps | ((0 if left is None else left + 1) << 2)
-
-
-def _left(budget: int) -> Optional[int]:
-    n = budget >> 2
-    return None if n == 0 else n - 1
-
-
-def exhausted(budget: int) -> bool:
-    """May a function reached with budget call no other (only its own wait counts)?"""
-    return _left(budget) == 0
-
-
-def _after(budget: int) -> int:
-    """The budget left to a callee called by name from a function with budget."""
-    left = _left(budget)
-    return budget if left is None else _budget(budget & ALL_STEPS, max(left - 1, 0))
-
-
-def _out(budget: int, step: int) -> int:
-    """The budget left to a callee reached by step (WIDE or TABLE) from a function with budget:
-    no step of that kind again, none into another subsystem after a table."""
-    left = _left(budget)
-    reach = WIDE_REACH if step == WIDE else TABLE_REACH
-    steps = budget & ALL_STEPS & ~step & (~WIDE if step == TABLE else ALL_STEPS)
-    return _budget(steps, reach if left is None else max(min(left - 1, reach), 0))
-
-
-def _through(body: bytes) -> set:
-    """{(member, holder, base)} of the calls through a member in a function's text:
-    `holder->member(` (base b''), `base->holder->member(` or `base.holder.member(` (base b'?'
-    when not a name), as _called() reads them."""
-    out = set()
-    for piece in body.split(b"(")[:-1]:
-        text = piece.rstrip()
-        if text.endswith(b")"):
-            text = text[:-1].rstrip()
-        rest = text.rstrip(_WORD_BYTES)
-        member = text[len(rest):]
-        rest = rest.rstrip()
-        op = 2 if rest.endswith(b"->") else 1 if rest.endswith(b".") else 0
-        if not member or not op:
-            continue
-        rest = rest[:-op].rstrip()
-        before = rest.rstrip(_WORD_BYTES)
-        holder = rest[len(before):]
-        before = before.rstrip()
-        op = 2 if before.endswith(b"->") else 1 if before.endswith(b".") else 0
-        base = b""
-        if op:
-            left = before[:-op].rstrip()
-            base = left[len(left.rstrip(_WORD_BYTES)):] or b"?"
-        if holder and not member[:1].isdigit():
-            out.add((member, holder, base))
-    return out
-
-
-def _holder(node) -> tuple:
-    """(holder, base) of the expression a member is called through, as _through() gives them."""
-    if node is None:
-        return b"", b""
-    if node.type == "identifier":
-        return parser.text(node).encode(), b""
-    if node.type == "field_expression":
-        field, arg = node.child_by_field_name("field"), node.child_by_field_name("argument")
-        base = parser.text(arg).encode() if arg is not None and arg.type == "identifier" else b"?"
-        return (parser.text(field).encode() if field is not None else b""), base
-    return b"", b""
-
-
-_DECLARED: dict = {}
-
-
-def _declared_type(decls: bytes, name: bytes) -> Optional[str]:
-    """The struct type the last declaration of name in decls gives it (`struct T *name`,
-    `const struct T name`), or None."""
-    if name == b"?":
-        return None
-    rx = _DECLARED.get(name)
-    if rx is None:
-        if len(_DECLARED) > 4096:
-            _DECLARED.clear()
-        rx = _DECLARED[name] = re.compile(rb"\bstruct[ \t\n]+([A-Za-z_]\w*)(?:[ \t\n]*\*[ \t\n]*|[ \t\n]+)"
-                                          rb"(?:const[ \t\n]+)?" + re.escape(name) + rb"\b")
-    found = None
-    for m in rx.finditer(decls):
-        found = m.group(1).decode()
-    return found
 
 
 def _waits_in(body: bytes) -> bool:

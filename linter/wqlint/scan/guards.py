@@ -19,6 +19,7 @@ from typing import Optional
 from wqlint import api
 from wqlint.scan import parser
 from wqlint.scan.ctext import parse_int
+from wqlint.scan.scope import Scope
 
 # Functions that never return: a path through one of them ends there.
 NORETURN = frozenset({"panic", "BUG", "do_exit", "make_task_dead", "kthread_exit", "kthread_complete_and_exit",
@@ -429,3 +430,19 @@ def fresh(spec, call, scope) -> bool:
                 return False
     return True
 
+
+def unlikely(call, scope: Scope) -> bool:
+    """Is the call made only on a path its function marks rare: in the branch of an
+    `if (unlikely(...))` (vfree()'s `if (unlikely(vm->flags & VM_FLUSH_RESET_PERMS))
+    vm_reset_perms(vm);`)? Such a path hangs on state the function's callers do not show; it
+    is not followed, nor reported when it flushes."""
+    cur = call
+    while cur is not None and cur != scope.node:
+        parent = cur.parent
+        if parent is not None and parent.type == "if_statement" and parent.child_by_field_name("consequence") == cur:
+            cond = parent.child_by_field_name("condition")
+            text = parser.text(cond).lstrip("( \t\n") if cond is not None else ""
+            if text.startswith("unlikely") and text[len("unlikely"):].lstrip().startswith("("):
+                return True
+        cur = parent
+    return False

@@ -21,8 +21,9 @@ from typing import Optional
 from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import parser
-from wqlint.scan.calls import ALL_STEPS, MAX_DEPTH, Calls, dirs_near, exhausted
+from wqlint.scan.calls import MAX_DEPTH, Calls, dirs_near
 from wqlint.scan.items import rebound
+from wqlint.scan.steps import ALL_STEPS, exhausted
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
@@ -440,7 +441,7 @@ class WorkModel:
         misses = self._misses()
         out = []
         for call, callee, via, near, left, table in self.calls.calls_in(scope, budget):
-            if _unlikely(call, scope):
+            if guards.unlikely(call, scope):
                 continue
             cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
@@ -657,25 +658,6 @@ def _param_node(node, scope: Scope) -> int:
     if node is None or node.type != "identifier" or scope.kind != "function":
         return -1
     return scope.param_index(parser.text(node))
-
-
-def _unlikely(call, scope: Scope) -> bool:
-    """Is the call made only on a path its function marks rare: in the branch of an
-    `if (unlikely(...))` (vfree()'s `if (unlikely(vm->flags & VM_FLUSH_RESET_PERMS))
-    vm_reset_perms(vm);`)? Such a path hangs on state the function's callers do not show; it
-    is not followed, nor reported when it flushes."""
-    cur = call
-    while cur is not None and cur != scope.node:
-        parent = cur.parent
-        if parent is not None and parent.type == "if_statement" and parent.child_by_field_name("consequence") == cur:
-            cond = parent.child_by_field_name("condition")
-            text = parser.text(cond).lstrip("( \t\n") if cond is not None else ""
-            if text.startswith("unlikely") and text[len("unlikely"):].lstrip().startswith("("):
-                return True
-        cur = parent
-    return False
-
-
 
 
 def _split(text: str) -> Optional[list]:
