@@ -62,6 +62,7 @@ class WorkModel:
         self._lines_memo: dict = {}  # (name, directory) -> _lines()
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
+        self._rebinds: dict = {}  # (path, line of a queueing call, item, function) -> _rebound()
 
     # -- asking ------------------------------------------------------------------------------
     def flows(self, wanted) -> list:
@@ -88,7 +89,7 @@ class WorkModel:
                 continue
             for queued, work in self.queued_on(key, site.path):
                 for bound, fn, near in self.bindings(work, queued.path):
-                    if rebound(self.index, queued, work.name, fn):
+                    if self._rebound(queued, work.name, fn):
                         continue  # the queueing call's function binds the item to another first
                     for flow in self._reach(site, key, queued, bound, fn, near):
                         ident = (flow.path, flow.line, flow.col, id(site), flow.function)
@@ -96,6 +97,14 @@ class WorkModel:
                             seen.add(ident)
                             out.append(flow)
         return out
+
+    def _rebound(self, queued, item: str, fn: str) -> bool:
+        """scan.items.rebound(), once per queueing call, item and function."""
+        key = (queued.path, queued.line, item, fn)
+        got = self._rebinds.get(key)
+        if got is None:
+            got = self._rebinds[key] = rebound(self.index, queued, item, fn)
+        return got
 
     # -- where a queue is kept ---------------------------------------------------------------
     def queue_key(self, site: Site) -> Optional[Key]:
