@@ -47,7 +47,7 @@ def test_a_call_through_an_initialised_member_and_a_flushed_work_item():
 def test_work_scheduled_on_a_system_queue_and_a_draining_destroy():
     doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
     got = _reclaim(doc)
-    assert sorted(got) == [37, 56, 77, 81, 195]  # and fr->busy, not fr->q (nothing queued on it) nor bl->aux (after a hang)
+    assert sorted(got) == [37, 56, 77, 81, 195, 291]  # and fr->busy, not fr->q (nothing queued on it) nor bl->aux (after a hang)
     assert "flush_work(&rc->event) waits for system_percpu_wq" in got[77]["message"]
     assert [(s["line"], s["note"]) for s in got[77]["chain"]][-1] == (
         127, "schedule_work() puts &rc->event on system_percpu_wq")
@@ -406,3 +406,58 @@ def test_a_table_the_works_driver_does_not_set_is_any_drivers(tmp_path):
     assert got == {("fs/afs/file.c", 16, "tgt_flush_fn"), ("fs/afs/file.c", 16, "tgt_sync_fn"),
                    ("fs/dfs/file.c", 15, "tgt_flush_fn"), ("fs/dfs/file.c", 15, "tgt_sync_fn"),
                    ("drivers/other/other.c", 10, "own_stop_fn")}
+
+def test_works_reaching_one_flush_are_one_finding_in_every_format():
+    """gr_add_fn() and gr_event_fn(), each on a reclaim queue of its own, reach gr_quiesce()'s
+    flush: one finding there (the flush and the queue it waits for), its chain the shortest
+    work's, its message naming both; JSON and SARIF carry each work's chain, the text format
+    names the other work."""
+    import json
+
+    from helpers import run
+
+    doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
+    f = _reclaim(doc)[291]
+    assert [w["work"] for w in f["works"]] == ["gr_add_fn() on gr", "gr_event_fn() on gr_events"]
+    assert f["chain"] == f["works"][0]["chain"] and len(f["works"][1]["chain"]) == len(f["chain"]) + 1
+    assert ("2 works on WQ_MEM_RECLAIM queues reach flush_workqueue(gr->aux), which waits for gr-aux7, lacking "
+            "WQ_MEM_RECLAIM: gr_add_fn() on gr through 1 call; gr_event_fn() on gr_events through 2 calls;"
+            ) in f["message"]
+    assert '"workqueue: WQ_MEM_RECLAIM gr:gr_add_fn is flushing !WQ_MEM_RECLAIM gr-aux7:0x0"' in f["message"]
+    assert f["identity"]["function"] == "gr_quiesce"  # the cause, not one of its works
+    assert [s["note"] for s in f["works"][1]["chain"]][3:5] == ["gr_event_fn() calls gr_stop()",
+                                                                 "gr_stop() calls gr_quiesce()"]
+    sarif = json.loads(run("scan", RECLAIM, "--kernel-version", "7.3", "--format", "sarif").stdout)
+    import pytest
+    from conftest import SARIF_SCHEMA
+
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
+    result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "reclaim-flush-dependency"
+                  and r["locations"][0]["physicalLocation"]["region"]["startLine"] == 291)
+    assert [(c["message"]["text"], len(c["threadFlows"])) for c in result["codeFlows"]] == [
+        ("gr_add_fn() on gr", 1), ("gr_event_fn() on gr_events", 1)]
+    assert [loc["location"]["message"]["text"] for loc in result["codeFlows"][1]["threadFlows"][0]["locations"]] \
+        == [s["note"] for s in f["works"][1]["chain"]]
+    text = run("scan", RECLAIM, "--kernel-version", "7.3").stdout
+    assert "    and 1 other work: gr_event_fn() on gr_events\n" in text
+
+
+def test_a_queue_is_named_with_its_known_arguments_filled_in():
+    """The kernel prints a queue's formatted name: constant arguments are filled in; where one
+    is not known, the format stays and the chain says where the argument comes from."""
+    from wqlint.checks.reclaim_flush_dependency import kernel_name
+    from wqlint.scan.site import NameArgs, Site
+    from wqlint.scan.values import Const, Param, Str, Unknown
+    from wqlint.finding import Step
+
+    def site(fmt, *args):
+        return Site("alloc_workqueue", "a.c", 1, 1, 1, Const(None, 0), Const(None, 0), [], queue=f'"{fmt}"',
+                    name=NameArgs(Str(None, fmt.encode()), tuple(args)))
+
+    assert kernel_name(site("%s", Str(None, b"fc_rport_eq"))) == ("fc_rport_eq", "")
+    assert kernel_name(site("q%02d-%s", Const(None, 7), Str(None, b"x"))) == ("q07-x", "")
+    note = Step("a.c", 3, "assoc->a_id, qid);", "'assoc' field 'a_id'")
+    assert kernel_name(site("ntfc%d.%d.%d", Const(None, 1), Unknown(note, "field"), Param(None, "f", 1, "qid"))) == (
+        "ntfc1.%d.%d", "%d from 'assoc' field 'a_id', %d from parameter 'qid' of f()")
+    assert kernel_name(site("w%*d", Const(None, 3), Const(None, 1))) == ("w%*d", "")  # a width from an argument
