@@ -7,7 +7,9 @@ whose queues all lack it. The kernel WARN_ONCEs "workqueue: WQ_MEM_RECLAIM %s:%p
 !WQ_MEM_RECLAIM %s:%ps" there: under memory pressure the reclaim queue's rescuer waits on a
 queue that has none. cancel_*_sync() and disable_work_sync() pass from_cancel and are never
 checked (scan.work never follows them). The engine builds the Flows (scan.work); this rule
-judges the flags at both ends."""
+judges the flags at both ends, and reports each flush and the queue it waits for once, for
+every work that reaches it (check_many): the kernel warns for whichever comes first, and one
+change at the flushed queue or the flush answers for all of them."""
 from __future__ import annotations
 
 import re
@@ -78,16 +80,18 @@ def _grouped(works: list, ctx: CheckContext) -> Finding:
     else:
         named = "; ".join(j.name() + _via(j.flow) for j in works)
         detail = (f"{len(works)} works on WQ_MEM_RECLAIM queues reach {first.what}, which waits for "
-                  f"{first.about}, lacking WQ_MEM_RECLAIM: {named}; {when}, the kernel warns once, for the "
-                  f"first to flush, as for {flow.function}(): {warn}")
+                  f"{first.about}, lacking WQ_MEM_RECLAIM: {named}; {when}, the kernel warns once, for "
+                  f"whichever flushes first, for {flow.function}(): {warn}")
     rule = ctx.catalogue[RULE]
     queues = list(dict.fromkeys(j.queue for j in works))
-    shown = first.finding.hints  # the same for every work of a flush but the files each is judged from
-    hints = replace(shown, judged_with=frozenset().union(*(j.finding.hints.judged_with for j in works)))
+    # the same for every work of a flush but the files each is judged from
+    hints = replace(first.finding.hints, judged_with=frozenset().union(*(j.finding.hints.judged_with for j in works)))
     migration = rule.migration_text(first.case, queue=_listed(queues), target=first.target, entry=first.entry)
     return replace(first.finding, message=f"{rule.message_on(ctx.version)} ({detail})", hints=hints,
                    migration=migration, function=flow.within or flow.function,
                    works=tuple(Work(j.name(), j.finding.chain) for j in works))
+
+
 def _judge(flow: Flow, ctx: CheckContext) -> Optional[Judged]:
     """The work of flow judged (None: the kernel does not warn, or what it waits for is not
     known well enough to say)."""
