@@ -425,6 +425,8 @@ def test_works_reaching_one_flush_are_one_finding_in_every_format():
             ) in f["message"]
     assert '"workqueue: WQ_MEM_RECLAIM gr:gr_add_fn is flushing !WQ_MEM_RECLAIM gr-aux7:0x0"' in f["message"]
     assert f["identity"]["function"] == "gr_quiesce"  # the cause, not one of its works
+    from wqlint.finding import Finding
+    assert Finding.from_dict(f).to_dict()["works"] == f["works"]  # a saved scan reads them back
     assert [s["note"] for s in f["works"][1]["chain"]][3:5] == ["gr_event_fn() calls gr_stop()",
                                                                  "gr_stop() calls gr_quiesce()"]
     sarif = json.loads(run("scan", RECLAIM, "--kernel-version", "7.3", "--format", "sarif").stdout)
