@@ -363,9 +363,18 @@ def _tables_tree(tmp_path):
 
 
 def _reclaim_chains(doc) -> list:
-    return sorted((f["path"], f["line"], f["message"].split('kernel warns "workqueue: ')[1].rstrip('")'),
-                   [(s["path"], s["line"], s["note"]) for s in f["chain"][3:-1]])
-                  for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency")
+    """(path, line, the kernel's warning, the chain's calls) of each work a finding names: the
+    message quotes the warning of the first; the others differ in the queue and function."""
+    out = []
+    for f in doc["findings"]:
+        if f["rule"] != "reclaim-flush-dependency":
+            continue
+        flushing = f["message"].split('"workqueue: ')[1].rstrip('")').split(" is flushing ")[1]
+        for w in f["works"]:
+            function, queue = w["work"].split("() on ", 1)
+            out.append((f["path"], f["line"], f"WQ_MEM_RECLAIM {queue}:{function} is flushing {flushing}",
+                        [(s["path"], s["line"], s["note"]) for s in w["chain"][3:-1]]))
+    return sorted(out)
 
 
 def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type(tmp_path):
