@@ -52,14 +52,14 @@ def test_series_passes_checkpatch_and_applies_like_fix(bulk_612, linux_6_12, tmp
     assert f"Subject: [PATCH 0/{len(series)}] " in cover
     # 232 of the fixes move work off system_wq / system_unbound_wq (6.12.117 declares their
     # replacements); of the not fixed, 3 are __WQ_LEGACY written by callers and 1 is a use in
-    # a macro body (i915 CT_DEAD()), which the fixer does not edit; 10 are waits from reclaim
-    # work (reclaim-flush-dependency). For 9 of them WQ_MEM_RECLAIM on the flushed queue is
+    # a macro body (i915 CT_DEAD()), which the fixer does not edit; 4 are waits from reclaim
+    # work (reclaim-flush-dependency). For 3 of them WQ_MEM_RECLAIM on the flushed queue is
     # only a suggestion, the queue being allocated per object (one rescuer thread each):
     # nvmet-fc's work_q, per target queue of each association (the flush of the association's
     # deletion; the destroy on the error exit of the queue's own allocation waits for nothing),
     # and the FC transport's two queues per host (fc_wq_%d, fc_dl_%d), each flushed from the
-    # rport works of qla2xxx, bfad, libfc and zfcp (8 findings, a work each);
-    # upstream (7.3) has not given them the flag. The tenth waits for the deferred probe work
+    # rport works of qla2xxx, bfad, libfc and zfcp (a finding per flush, naming the four works);
+    # upstream (7.3) has not given them the flag. The fourth waits for the deferred probe work
     # on system_unbound_wq (nvme's dead controller removed from nvme-wq), a system queue. Two
     # are works that wait for themselves (self-flush-deadlock: iwcm, hci_sync), which only the
     # author can move.
@@ -67,8 +67,8 @@ def test_series_passes_checkpatch_and_applies_like_fix(bulk_612, linux_6_12, tmp
     # mthca's catastrophic-error reset, are allocated once and get WQ_MEM_RECLAIM (each in a
     # file another fix touches too).
     assert got.stderr.splitlines()[-1] == ("wqlint: 717 finding(s) fixed in 522 file(s) "
-                                           "(target mainline, v6.12.117); 52 not fixed")
-    assert "not fixed [reclaim-flush-dependency] (9): suggestion, made only with --suggestions: " in got.stderr
+                                           "(target mainline, v6.12.117); 46 not fixed")
+    assert "not fixed [reclaim-flush-dependency] (3): suggestion, made only with --suggestions: " in got.stderr
     assert "not fixed [self-flush-deadlock] (2): " in got.stderr
 
     def checkpatch(p):
@@ -182,8 +182,8 @@ def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
     # are suggestions (a queue per object), the wait for system_unbound_wq has no fix,
     # gfs2_control_wq and ib_wq get WQ_MEM_RECLAIM
     assert got.stderr.splitlines()[-1] == ("wqlint: 724 finding(s) fixed in 527 file(s) "
-                                           "(target reference, v6.12.117); 46 not fixed")
-    assert "not fixed [reclaim-flush-dependency] (9): suggestion, made only with --suggestions: " in got.stderr
+                                           "(target reference, v6.12.117); 40 not fixed")
+    assert "not fixed [reclaim-flush-dependency] (3): suggestion, made only with --suggestions: " in got.stderr
     files, differ = _differ_from_spatch(reference_tree, out, "reference", tmp_path)
     assert len(files) == 527 and differ == PARITY_GAP
 

@@ -280,42 +280,41 @@ def test_reclaim_fix_gives_the_flushed_queue_a_rescuer_only_where_that_is_safe(t
     lines = got.stderr.splitlines()
     assert lines == [
         "not fixed [reclaim-flush-dependency] (1): system_percpu_wq is a system queue, which cannot be given "
-        "WQ_MEM_RECLAIM: wait for it outside rs-reclaim's work (where that work is queued, or from a work on a "
-        "queue without WQ_MEM_RECLAIM), or, if rs-reclaim's work is not needed to free memory, allocate "
-        "rs-reclaim without WQ_MEM_RECLAIM.",
+        "WQ_MEM_RECLAIM: move the waiting work off rs-reclaim (queue it on a queue without WQ_MEM_RECLAIM if it "
+        "is not needed to free memory), or wait for system_percpu_wq where no work of rs-reclaim runs.",
         "  drivers/rescue/rescue.c:72:2",
         "not fixed [reclaim-flush-dependency] (1): suggestion, made only with --suggestions: On v6.12 "
-        "check_flush_dependency() returns at once for a flushed queue with WQ_MEM_RECLAIM, so the work no "
-        "longer waits on a queue without a rescuer. The queue is kept in a struct member and allocated once per "
-        "object: every instance gets its own rescuer thread (a kthread, mostly asleep), which is cheap for one "
-        "queue per device and many threads for one per connection or I/O queue; that, and whether the flushed "
-        "work may be needed to reclaim memory at all, is the maintainer's choice (moving the wait off the "
-        "reclaim queue's work, or allocating that queue without WQ_MEM_RECLAIM when its work is not needed to "
-        "free memory, are the others).",
+        "check_flush_dependency() returns at once for a flushed queue with WQ_MEM_RECLAIM, so the work no longer "
+        "waits on a queue without a rescuer. The queue is kept in a struct member and allocated once per object: "
+        "every instance gets its own rescuer thread (a kthread, mostly asleep), which is cheap for one queue per "
+        "device and many threads for one per connection or I/O queue; that, and whether the flushed work may be "
+        "needed to reclaim memory at all, is the maintainer's choice (moving the waiting work off the reclaim "
+        "queue, when it is not needed to free memory, is the other).",
         "  drivers/rescue/rescue.c:79:2",
         "not fixed [reclaim-flush-dependency] (1): rs-bh is a WQ_BH queue, which the kernel does not allocate "
-        "with WQ_MEM_RECLAIM (__WQ_BH_ALLOWS): wait for it outside rs-reclaim's work, or, if that work is not "
-        "needed to free memory, allocate rs-reclaim without WQ_MEM_RECLAIM.",
+        "with WQ_MEM_RECLAIM (__WQ_BH_ALLOWS): move the waiting work off rs-reclaim (queue it on a queue without "
+        "WQ_MEM_RECLAIM if it is not needed to free memory), or wait for rs-bh where no work of rs-reclaim runs.",
         "  drivers/rescue/rescue_more.c:27:2",
         "not fixed [reclaim-flush-dependency] (1): The flags of rs-macro are set inside RS_ALLOC(), not at its "
-        "call: add WQ_MEM_RECLAIM there if every queue it makes may be waited for in reclaim, or, if "
-        "rs-reclaim's work is not needed to free memory, allocate rs-reclaim without WQ_MEM_RECLAIM.",
+        "call: add WQ_MEM_RECLAIM there if every queue it makes may be waited for in reclaim (each allocation "
+        "then creates a rescuer kernel thread), or move the waiting work off rs-reclaim: queue it on a queue "
+        "without WQ_MEM_RECLAIM if it is not needed to free memory.",
         "  drivers/rescue/rescue_more.c:28:2",
         "not fixed [reclaim-flush-dependency] (1): The work waits for queues allocated at several places "
-        "(rs-a/rs-b): give each WQ_MEM_RECLAIM (a rescuer kernel thread each) if its work may be waited for in "
-        "reclaim, or, if rs-reclaim's work is not needed to free memory, allocate rs-reclaim without "
-        "WQ_MEM_RECLAIM.",
+        "(rs-a/rs-b): give each WQ_MEM_RECLAIM (each allocation then creates a rescuer kernel thread) if its work"
+        " may be waited for in reclaim, or move the waiting work off rs-reclaim: queue it on a queue without "
+        "WQ_MEM_RECLAIM if it is not needed to free memory.",
         "  drivers/rescue/rescue_more.c:29:2",
-        "not fixed [reclaim-flush-dependency] (1): rs-shared is allocated in another subsystem, whose "
-        "maintainers decide whether it needs a rescuer: wait for it outside rs-reclaim's work (where that work "
-        "is queued, or from a work on a queue without WQ_MEM_RECLAIM), or, if rs-reclaim's work is not needed "
-        "to free memory, allocate rs-reclaim without WQ_MEM_RECLAIM.",
+        "not fixed [reclaim-flush-dependency] (1): rs-shared is allocated in another subsystem, whose maintainers"
+        " decide whether it needs a rescuer: move the waiting work off rs-reclaim (queue it on a queue without "
+        "WQ_MEM_RECLAIM if it is not needed to free memory), or wait for rs-shared where no work of rs-reclaim "
+        "runs.",
         "  drivers/rescue/rescue_more.c:30:2",
         "not fixed [reclaim-flush-dependency] (1): the flushed queue is allocated in a loop, one queue per "
         "iteration: WQ_MEM_RECLAIM would give each a rescuer thread; decide by hand",
         "  drivers/rescue/rescue.c:66:2",
-        "not fixed [reclaim-flush-dependency] (1): with WQ_MEM_RECLAIM the queue's own work would be reclaim "
-        "work that waits for a queue without it (drivers/rescue/rescue.c:34, rs_chain_fn()): fix that wait first",
+        "not fixed [reclaim-flush-dependency] (1): with WQ_MEM_RECLAIM the queue's own work would be reclaim work"
+        " that waits for a queue without it (drivers/rescue/rescue.c:34, rs_chain_fn()): fix that wait first",
         "  drivers/rescue/rescue.c:61:2",
         "not fixed [reclaim-flush-dependency] (1): with WQ_MEM_RECLAIM written at this call the flushed queue "
         "still lacks it (see the chain: the flags are changed on the way): add it where they are",

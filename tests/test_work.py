@@ -47,20 +47,23 @@ def test_a_call_through_an_initialised_member_and_a_flushed_work_item():
 def test_work_scheduled_on_a_system_queue_and_a_draining_destroy():
     doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
     got = _reclaim(doc)
-    assert sorted(got) == [37, 56, 77, 81, 195]  # and fr->busy, not fr->q (nothing queued on it) nor bl->aux (after a hang)
-    assert "flush_work(struct rc_dev.event) waits for system_percpu_wq" in got[77]["message"]
+    assert sorted(got) == [37, 56, 77, 81, 195, 291]  # and fr->busy, not fr->q (nothing queued on it) nor bl->aux (after a hang)
+    assert "flush_work(&rc->event) waits for system_percpu_wq" in got[77]["message"]
     assert [(s["line"], s["note"]) for s in got[77]["chain"]][-1] == (
         127, "schedule_work() puts &rc->event on system_percpu_wq")
-    assert "destroy_workqueue(struct rc_dev.aux) waits for rc-aux" in got[81]["message"]
+    assert "destroy_workqueue(rc->aux) waits for rc-aux" in got[81]["message"]
     # The advice says what can be done: a system queue cannot get a rescuer; rc-aux, one per
     # struct rc_dev, can, at a rescuer thread per device.
+    # The waiting work can also move off the reclaim queue; a cancel is never offered (it
+    # drops the work the wait is for).
     assert got[77]["migration"] == (
-        "system_percpu_wq is a system queue, which cannot be given WQ_MEM_RECLAIM: wait for it outside rc's "
-        "work (where that work is queued, or from a work on a queue without WQ_MEM_RECLAIM), or, if rc's work "
-        "is not needed to free memory, allocate rc without WQ_MEM_RECLAIM.")
+        "system_percpu_wq is a system queue, which cannot be given WQ_MEM_RECLAIM: move the waiting work off rc "
+        "(queue it on a queue without WQ_MEM_RECLAIM if it is not needed to free memory), or wait for "
+        "system_percpu_wq where no work of rc runs.")
     assert got[81]["migration"].startswith(
-        "Allocate rc-aux with WQ_MEM_RECLAIM if a rescuer kernel thread for each object that holds such a queue is "
-        "acceptable (`wqlint fix --suggestions` adds the flag)")
+        "Give rc-aux WQ_MEM_RECLAIM if a rescuer kernel thread per queue is acceptable: the queue is allocated once "
+        "per object, and each allocation creates its own rescuer (`wqlint fix --suggestions` adds the flag)")
+    assert not any("cancel" in f["migration"] for f in got.values())
     assert "no-fix=system:system_percpu_wq" in got[77]["hints"] and "per-object" in got[81]["hints"]
 
 
@@ -95,7 +98,8 @@ def test_a_wrapper_given_the_queue_flushes_the_callers_argument():
 def test_an_accessor_macro_names_the_member_that_holds_the_queue():
     doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
     f = _reclaim(doc)[98]
-    assert "flush_workqueue(struct wp_host.host_wq) waits for wp-host" in f["message"]
+    # The flush as written, and the member the accessor reads, which its text does not name.
+    assert "flush_workqueue(wp_host_wq(wp)) (struct wp_host.host_wq) waits for wp-host" in f["message"]
     assert [(s["line"], s["note"]) for s in f["chain"]][-1] == (
         105, "alloc_workqueue() allocates wp-host (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, kept in "
              "struct wp_host.host_wq: one queue per struct wp_host")
@@ -125,7 +129,7 @@ def test_without_ripgrep_the_subsystem_is_read_in_python(monkeypatch):
 def test_an_element_of_an_array_member_is_kept_in_the_array():
     doc, _ = scan_json(WRAPPERS, "--kernel-version", "7.3")
     f = _reclaim(doc)[196]
-    assert "flush_work(struct ar_dev.works) waits for ar-aux" in f["message"]
+    assert "flush_work(&ar->works[i]) waits for ar-aux" in f["message"]
     assert "!WQ_MEM_RECLAIM ar-aux:ar_elem_fn" in f["message"]
     assert 198 not in _reclaim(doc)  # an array of queues with a rescuer
 
@@ -135,14 +139,20 @@ MAINLINE = FIXTURES / "mainline"
 
 def test_a_callee_of_another_subsystem_is_found_where_the_tree_flushes():
     """xport_add_port() is defined in net/xport, far from both drivers: found among the
-    functions of the files that flush, and each driver's work is its own warning at the
-    transport's flush."""
+    functions of the files that flush. The two drivers' works reaching the transport's flush
+    are one finding there (one flush, one queue waited for), naming both, each work's chain
+    in it."""
     doc, _ = scan_json(MAINLINE, "--kernel-version", "7.3")
-    got = sorted((f["message"].split('kernel warns "workqueue: ')[1].rstrip('")'), f["chain"])
-                 for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"
-                 and (f["path"], f["line"]) == ("net/xport/xport.c", 20))
-    assert [w for w, _ in got] == ["WQ_MEM_RECLAIM xpa:xpa_add_fn is flushing !WQ_MEM_RECLAIM xport:0x0",
-                                   "WQ_MEM_RECLAIM xpb_events:xpb_event_fn is flushing !WQ_MEM_RECLAIM xport:0x0"]
+    found = [f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"
+             and (f["path"], f["line"]) == ("net/xport/xport.c", 20)]
+    assert len(found) == 1
+    f = found[0]
+    got = sorted((w["work"], w["chain"]) for w in f["works"])
+    assert [w for w, _ in got] == ["xpa_add_fn() on xpa", "xpb_event_fn() on xpb_events"]
+    assert "2 works on WQ_MEM_RECLAIM queues reach flush_workqueue(xport_wq), which waits for xport" in f["message"]
+    assert "xpa_add_fn() on xpa through 2 calls" in f["message"] and "xpb_event_fn() on xpb_events" in f["message"]
+    assert f["chain"] == f["works"][0]["chain"]  # the first work's (the shortest chain)
+    assert f["identity"]["function"] == "xport_flush"  # the function that flushes: one per cause
     assert [(s["path"], s["line"], s["note"]) for s in got[0][1]] == [
         ("drivers/xpa/xpa.c", 32, "alloc_ordered_workqueue() allocates xpa (flags 'WQ_MEM_RECLAIM') with "
                                   "WQ_MEM_RECLAIM, without __WQ_LEGACY"),
@@ -165,8 +175,9 @@ def test_a_path_marked_unlikely_is_not_followed(tmp_path):
     src.write_text(src.read_text().replace("if (unlikely(port->flags & XPORT_RESET_PERMS))",
                                            "if (port->flags & XPORT_RESET_PERMS)"))
     doc, _ = scan_json(tree, "--kernel-version", "7.3")
-    lines = sorted((f["line"], f["message"].split(":")[-2].split()[0]) for f in doc["findings"]
-                   if f["rule"] == "reclaim-flush-dependency" and f["path"] == "net/xport/xport.c")
+    lines = sorted((f["line"], w["work"].split("(")[0]) for f in doc["findings"]
+                   if f["rule"] == "reclaim-flush-dependency" and f["path"] == "net/xport/xport.c"
+                   for w in f["works"])
     assert lines == [(20, "xpa_add_fn"), (20, "xpb_event_fn"), (33, "xpa_free_fn"), (69, "xpc_reset_fn")]
 
 
@@ -235,9 +246,8 @@ def test_a_wait_for_a_system_queue_found_at_its_allocation_has_no_fix():
 
 
 def test_each_work_reaching_one_flush_is_fixed_and_counted():
-    """xpa's and xpb's works both reach the transport's flush of xport: one edit at its
-    allocation fixes the two findings, and the summary counts both; xpc's wait for a system
-    queue is the one left."""
+    """xpa's and xpb's works both reach the transport's flush of xport: one finding, fixed by
+    one edit at its allocation; xpc's wait for a system queue is the one left."""
     from helpers import run
 
     got = run("fix", MAINLINE, "--kernel-version", "7.3", "--target", "mainline", "--rule",
@@ -245,7 +255,7 @@ def test_each_work_reaching_one_flush_is_fixed_and_counted():
     assert got.exit_code == 0, got.stderr
     assert [ln for ln in got.stdout.splitlines() if ln.startswith("+\t")] == [
         '+\txport_wq = alloc_workqueue("xport", WQ_PERCPU | WQ_MEM_RECLAIM, 0);']
-    assert got.stderr.splitlines()[-1] == ("wqlint: 2 finding(s) fixed in 1 file(s) (target mainline, v7.3); "
+    assert got.stderr.splitlines()[-1] == ("wqlint: 1 finding(s) fixed in 1 file(s) (target mainline, v7.3); "
                                            "1 not fixed")
 
 
@@ -353,9 +363,18 @@ def _tables_tree(tmp_path):
 
 
 def _reclaim_chains(doc) -> list:
-    return sorted((f["path"], f["line"], f["message"].split('kernel warns "workqueue: ')[1].rstrip('")'),
-                   [(s["path"], s["line"], s["note"]) for s in f["chain"][3:-1]])
-                  for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency")
+    """(path, line, the kernel's warning, the chain's calls) of each work a finding names: the
+    message quotes the warning of the first; the others differ in the queue and function."""
+    out = []
+    for f in doc["findings"]:
+        if f["rule"] != "reclaim-flush-dependency":
+            continue
+        flushing = f["message"].split('"workqueue: ')[1].rstrip('")').split(" is flushing ")[1]
+        for w in f["works"]:
+            function, queue = w["work"].split("() on ", 1)
+            out.append((f["path"], f["line"], f"WQ_MEM_RECLAIM {queue}:{function} is flushing {flushing}",
+                        [(s["path"], s["line"], s["note"]) for s in w["chain"][3:-1]]))
+    return sorted(out)
 
 
 def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type(tmp_path):
@@ -396,3 +415,60 @@ def test_a_table_the_works_driver_does_not_set_is_any_drivers(tmp_path):
     assert got == {("fs/afs/file.c", 16, "tgt_flush_fn"), ("fs/afs/file.c", 16, "tgt_sync_fn"),
                    ("fs/dfs/file.c", 15, "tgt_flush_fn"), ("fs/dfs/file.c", 15, "tgt_sync_fn"),
                    ("drivers/other/other.c", 10, "own_stop_fn")}
+
+def test_works_reaching_one_flush_are_one_finding_in_every_format():
+    """gr_add_fn() and gr_event_fn(), each on a reclaim queue of its own, reach gr_quiesce()'s
+    flush: one finding there (the flush and the queue it waits for), its chain the shortest
+    work's, its message naming both; JSON and SARIF carry each work's chain, the text format
+    names the other work."""
+    import json
+
+    from helpers import run
+
+    doc, _ = scan_json(RECLAIM, "--kernel-version", "7.3")
+    f = _reclaim(doc)[291]
+    assert [w["work"] for w in f["works"]] == ["gr_add_fn() on gr", "gr_event_fn() on gr_events"]
+    assert f["chain"] == f["works"][0]["chain"] and len(f["works"][1]["chain"]) == len(f["chain"]) + 1
+    assert ("2 works on WQ_MEM_RECLAIM queues reach flush_workqueue(gr->aux), which waits for gr-aux7, lacking "
+            "WQ_MEM_RECLAIM: gr_add_fn() on gr through 1 call; gr_event_fn() on gr_events through 2 calls;"
+            ) in f["message"]
+    assert '"workqueue: WQ_MEM_RECLAIM gr:gr_add_fn is flushing !WQ_MEM_RECLAIM gr-aux7:0x0"' in f["message"]
+    assert f["identity"]["function"] == "gr_quiesce"  # the cause, not one of its works
+    from wqlint.finding import Finding
+    assert Finding.from_dict(f).to_dict()["works"] == f["works"]  # a saved scan reads them back
+    assert [s["note"] for s in f["works"][1]["chain"]][3:5] == ["gr_event_fn() calls gr_stop()",
+                                                                 "gr_stop() calls gr_quiesce()"]
+    sarif = json.loads(run("scan", RECLAIM, "--kernel-version", "7.3", "--format", "sarif").stdout)
+    import pytest
+    from conftest import SARIF_SCHEMA
+
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
+    result = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "reclaim-flush-dependency"
+                  and r["locations"][0]["physicalLocation"]["region"]["startLine"] == 291)
+    assert [(c["message"]["text"], len(c["threadFlows"])) for c in result["codeFlows"]] == [
+        ("gr_add_fn() on gr", 1), ("gr_event_fn() on gr_events", 1)]
+    assert [loc["location"]["message"]["text"] for loc in result["codeFlows"][1]["threadFlows"][0]["locations"]] \
+        == [s["note"] for s in f["works"][1]["chain"]]
+    text = run("scan", RECLAIM, "--kernel-version", "7.3").stdout
+    assert "    and 1 other work: gr_event_fn() on gr_events\n" in text
+
+
+def test_a_queue_is_named_with_its_known_arguments_filled_in():
+    """The kernel prints a queue's formatted name: constant arguments are filled in; where one
+    is not known, the format stays and the chain says where the argument comes from."""
+    from wqlint.checks.reclaim_flush_dependency import kernel_name
+    from wqlint.scan.site import NameArgs, Site
+    from wqlint.scan.values import Const, Param, Str, Unknown
+    from wqlint.finding import Step
+
+    def site(fmt, *args):
+        return Site("alloc_workqueue", "a.c", 1, 1, 1, Const(None, 0), Const(None, 0), [], queue=f'"{fmt}"',
+                    name=NameArgs(Str(None, fmt.encode()), tuple(args)))
+
+    assert kernel_name(site("%s", Str(None, b"fc_rport_eq"))) == ("fc_rport_eq", "")
+    assert kernel_name(site("q%02d-%s", Const(None, 7), Str(None, b"x"))) == ("q07-x", "")
+    note = Step("a.c", 3, "assoc->a_id, qid);", "'assoc' field 'a_id'")
+    assert kernel_name(site("ntfc%d.%d.%d", Const(None, 1), Unknown(note, "field"), Param(None, "f", 1, "qid"))) == (
+        "ntfc1.%d.%d", "%d from 'assoc' field 'a_id', %d from parameter 'qid' of f()")
+    assert kernel_name(site("w%*d", Const(None, 3), Const(None, 1))) == ("w%*d", "")  # a width from an argument

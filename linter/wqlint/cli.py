@@ -559,8 +559,8 @@ def _summary(result) -> None:
     for (rule_id, reason), found in groups.items():
         _stderr(f"not fixed [{rule_id}] ({len(found)}): {reason}")
         places = Counter((f.path, f.line, f.col) for f in found)
-        for f in found:  # several findings at one place (works reaching one flush): by function
-            how = "from" if f.role == "flow" else "in"  # a flow's function is the work reaching the place
+        for f in found:  # several findings at one place: by function (a self-wait's: the work's)
+            how = "from" if f.role == "flow" and not f.works else "in"
             named = f" {how} {f.function}()" if places[f.path, f.line, f.col] > 1 and f.function else ""
             _stderr(f"  {f.path}:{f.line}:{f.col}{named}")
     fixes = result.fixes()

@@ -90,6 +90,23 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Work:
+    """One of the works a finding stands for, when a rule reports one cause once for all the
+    works that reach it (reclaim-flush-dependency: every work reaching one flush): what the
+    work is, and its own chain."""
+
+    name: str  # e.g. "fc_rport_work() on fc_rport_eq"
+    chain: tuple = ()  # of Step
+
+    def to_dict(self) -> dict:
+        return {"work": self.name, "chain": [s.to_dict() for s in self.chain]}
+
+    def shown(self) -> "Work":
+        """The work with its texts printable()."""
+        return replace(self, name=printable(self.name), chain=tuple(s.shown() for s in self.chain))
+
+
+@dataclass(frozen=True)
 class NoFix:
     """Why a finding has no call for the fixer to edit: the reason (the case of the rule's
     migration in rules.yaml that says it) and what it names (a queue, a count, a wrapper)."""
@@ -221,6 +238,9 @@ class Finding:
     # Two calls can share an identity (the same queue allocated in an #ifdef and its #else):
     # the second is occurrence 1, and so on, in report order (numbered()).
     occurrence: int = field(default=0, compare=False)
+    # The works the finding stands for, when it groups several (Work), the one whose chain is
+    # `chain` first; empty for a finding of one cause.
+    works: tuple = ()
 
     def shown(self) -> "Finding":
         """The finding with the texts a text format prints printable() (its identity, and so
@@ -228,7 +248,8 @@ class Finding:
         return replace(self, path=printable(self.path), message=printable(self.message),
                        migration=printable(self.migration), chain=tuple(s.shown() for s in self.chain),
                        flags_chain=tuple(s.shown() for s in self.flags_chain),
-                       max_active_chain=tuple(s.shown() for s in self.max_active_chain))
+                       max_active_chain=tuple(s.shown() for s in self.max_active_chain),
+                       works=tuple(w.shown() for w in self.works))
 
     def identity(self, path: str = "") -> tuple:
         """What stays the same while a patch edits, moves or reflows the call: rule, path (or
@@ -260,6 +281,7 @@ class Finding:
             "flags_chain": [s.to_dict() for s in self.flags_chain],
             "max_active_chain": [s.to_dict() for s in self.max_active_chain],
             "end_line": self.end_line or self.line,
+            **({"works": [w.to_dict() for w in self.works]} if self.works else {}),
         }
 
     @classmethod
@@ -282,6 +304,7 @@ class Finding:
             max_active_chain=_steps(d.get("max_active_chain", [])),
             end_line=int(d.get("end_line", 0)),
             occurrence=int(identity.get("occurrence", 0)),
+            works=tuple(Work(str(w["work"]), _steps(w.get("chain", []))) for w in d.get("works", [])),
         )
 
 

@@ -274,5 +274,51 @@ int rb_probe(struct rb_dev *rb)
 {
 	rb->wq = alloc_workqueue("rb", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
 	rb->aux = alloc_workqueue("rb-aux", WQ_UNBOUND, 0);
+
+/* Two works, each on a WQ_MEM_RECLAIM queue of its own, reach one flush: one finding there,
+ * naming both (the shortest chain shown), the queue named as the kernel names it (gr-aux7). */
+struct gr_dev {
+	struct workqueue_struct *wq;
+	struct workqueue_struct *evq;
+	struct workqueue_struct *aux;
+	struct work_struct add;
+	struct work_struct event;
+};
+
+static void gr_quiesce(struct gr_dev *gr)
+{
+	// ruleid: reclaim-flush-dependency
+	flush_workqueue(gr->aux);
+}
+
+static void gr_add_fn(struct work_struct *w)
+{
+	struct gr_dev *gr = container_of(w, struct gr_dev, add);
+
+	gr_quiesce(gr);
+}
+
+static void gr_stop(struct gr_dev *gr)
+{
+	gr_quiesce(gr);
+}
+
+static void gr_event_fn(struct work_struct *w)
+{
+	struct gr_dev *gr = container_of(w, struct gr_dev, event);
+
+	gr_stop(gr);
+}
+
+int gr_probe(struct gr_dev *gr)
+{
+	gr->wq = alloc_workqueue("gr", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	gr->evq = alloc_workqueue("%s", WQ_MEM_RECLAIM | WQ_UNBOUND, 0, "gr_events");
+	gr->aux = alloc_workqueue("gr-aux%d", WQ_UNBOUND | WQ_MEM_RECLAIM, 0,
+				  7);
+	INIT_WORK(&gr->event, gr_event_fn);
+	INIT_WORK(&gr->add, gr_add_fn);
+	queue_work(gr->evq, &gr->event);
+	queue_work(gr->wq, &gr->add);
 	return 0;
 }

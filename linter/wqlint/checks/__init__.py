@@ -3,8 +3,10 @@
 A rule module defines RULE (its id in rules.yaml), READS (the parts of a site it judges:
 "flags", "max_active", "name" of an allocation Site, "queue" of a QueueUse: a queue named at
 a call that takes one, or "flow" of a Flow: a work item's function reaching a flush, scan.work)
-and check(site, ctx) -> list of Finding. The scanner only resolves sites; nothing outside
-this package names a rule.
+and check(site, ctx) -> list of Finding. A rule of flows that reports one cause once for all
+the works reaching it also defines check_many(flows, ctx) -> list of Finding, given every
+Flow of the scan at once (check(flow, ctx) is then check_many([flow], ctx)). The scanner only
+resolves sites; nothing outside this package names a rule.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ def judge(sites, ctx) -> list:
     """The findings of every rule for the sites (allocations and queue uses), once each, in
     report order."""
     findings, seen = [], set()
+    many: dict = {}  # the rules that judge the flows together (check_many): their flows, in order
     for site in sites:
         if "*" in site.suppressed:
             continue
@@ -43,7 +46,10 @@ def judge(sites, ctx) -> list:
         if isinstance(site, QueueUse):
             judged = ((site, m) for m in _ON_USES)
         elif isinstance(site, Flow):
-            judged = ((site, m) for m in _ON_FLOWS)
+            judged = ((site, m) for m in _ON_FLOWS if not hasattr(m, "check_many"))
+            for m in _ON_FLOWS:
+                if hasattr(m, "check_many"):
+                    many.setdefault(m, []).append(site)
         elif isinstance(site, SelfWait):
             judged = ((site, m) for m in _ON_WAITS)
         else:
@@ -62,6 +68,8 @@ def judge(sites, ctx) -> list:
                 if key not in seen:
                     seen.add(key)
                     findings.append(f)
+    for module, flows in many.items():
+        findings.extend(module.check_many(flows, ctx))
     return numbered(findings)
 
 def _judges_here(module, site: Site) -> bool:

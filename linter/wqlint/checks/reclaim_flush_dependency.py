@@ -7,65 +7,153 @@ whose queues all lack it. The kernel WARN_ONCEs "workqueue: WQ_MEM_RECLAIM %s:%p
 !WQ_MEM_RECLAIM %s:%ps" there: under memory pressure the reclaim queue's rescuer waits on a
 queue that has none. cancel_*_sync() and disable_work_sync() pass from_cancel and are never
 checked (scan.work never follows them). The engine builds the Flows (scan.work); this rule
-judges the flags at both ends."""
+judges the flags at both ends, and reports each flush and the queue it waits for once, for
+every work that reaches it (check_many): the kernel warns for whichever comes first, and one
+change at the flushed queue or the flush answers for all of them."""
 from __future__ import annotations
 
-from dataclasses import replace
+import re
+from dataclasses import dataclass, replace
+from typing import Optional
 
 from wqlint import api
 from wqlint.checks.common import applies, flow_finding
 from wqlint.checks.context import CheckContext
-from wqlint.finding import At, Hints, NoFix, Step
+from wqlint.finding import At, Finding, Hints, NoFix, Step, Work
 from wqlint.scan.site import Flow
-from wqlint.scan.values import Unknown, evaluate, strings_of, walk
+from wqlint.scan.values import CpuCount, Param, Tunable, Unknown, evaluate, strings_of, walk
 
 RULE = "reclaim-flush-dependency"
 READS = frozenset({"flow"})
 MAX_TARGETS = 2  # allocations of the flushed queue shown in the chain
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One work reaching a flush, judged: its finding alone, and what the finding of all the
+    works reaching the same flush says of it."""
+
+    flow: Flow
+    finding: Finding  # of this work alone (its message is the group's when it is alone)
+    queue: str  # the queue the work runs on, as the kernel names it
+    targets: tuple  # the queues waited for, as the kernel names them
+    what: str  # the flush as written: flush_workqueue(assoc->queues[i]->work_q)
+    about: str  # the queues waited for, and where their names' arguments come from
+    case: str  # which of the rule's migration texts applies
+    target: str  # the queue the advice names
+    entry: str  # the allocating call, when the queue waited for has one
+
+    def name(self) -> str:
+        return f"{self.flow.function}() on {self.queue}"
+
+
 def check(flow: Flow, ctx: CheckContext) -> list:
+    return check_many([flow], ctx)
+
+
+def check_many(flows: list, ctx: CheckContext) -> list:
+    """One finding per flush and what it waits for (a cause), for all the works that reach it:
+    the chain is the shortest work's, every work's chain is in Finding.works. Each work (its
+    function, the queue it runs on) counts once: a queue allocated at two places is one."""
+    groups: dict = {}
+    for flow in flows:
+        got = _judge(flow, ctx)
+        if got is not None:
+            cause = (flow.path, flow.line, flow.col, flow.call, flow.target.what, flow.target.key, got.targets)
+            groups.setdefault(cause, {}).setdefault((flow.function, flow.site.queue), got)
+    return [_grouped(sorted(works.values(), key=lambda j: len(j.finding.chain)), ctx) for works in groups.values()]
+
+
+def _grouped(works: list, ctx: CheckContext) -> Finding:
+    """The finding of the works that reach one flush (shortest chain first)."""
+    first = works[0]
+    flow, target = first.flow, first.flow.target
+    when = ("while the work waited for is pending or running (start_flush_work())" if target.what == "work"
+            else "while the queue has work in flight (__flush_workqueue() returns before its check when "
+                 "there is nothing to flush)")
+    waited = f"{target.func or '%ps'}" if target.what == "work" else "0x0"
+    warn = (f"\"workqueue: WQ_MEM_RECLAIM {first.queue}:{flow.function} is flushing !WQ_MEM_RECLAIM "
+            f"{'/'.join(first.targets)}:{waited}\"")
+    if len(works) == 1:
+        detail = (f"{flow.function}() runs on {first.queue} (WQ_MEM_RECLAIM) and{_via(flow)} {first.what} "
+                  f"waits for {first.about}, which lacks WQ_MEM_RECLAIM; {when}, the kernel warns {warn}")
+    else:
+        named = "; ".join(j.name() + _via(j.flow) for j in works)
+        detail = (f"{len(works)} works on WQ_MEM_RECLAIM queues reach {first.what}, which waits for "
+                  f"{first.about}, lacking WQ_MEM_RECLAIM: {named}; {when}, the kernel warns once, for "
+                  f"whichever flushes first, for {flow.function}(): {warn}")
+    rule = ctx.catalogue[RULE]
+    queues = list(dict.fromkeys(j.queue for j in works))
+    # the same for every work of a flush but the files each is judged from
+    hints = replace(first.finding.hints, judged_with=frozenset().union(*(j.finding.hints.judged_with for j in works)))
+    migration = rule.migration_text(first.case, queue=_listed(queues), target=first.target, entry=first.entry)
+    return replace(first.finding, message=f"{rule.message_on(ctx.version)} ({detail})", hints=hints,
+                   migration=migration, function=flow.within or flow.function,
+                   works=tuple(Work(j.name(), j.finding.chain) for j in works))
+
+
+def _judge(flow: Flow, ctx: CheckContext) -> Optional[Judged]:
+    """The work of flow judged (None: the kernel does not warn, or what it waits for is not
+    known well enough to say)."""
     if not isinstance(flow, Flow) or not applies(flow, ctx, RULE):
-        return []
+        return None
     rescuer, legacy = ctx.bits.bit(api.RESCUER_FLAG), ctx.bits.bit(api.LEGACY_FLAG)
     values, complete = evaluate(flow.site.flags, 1)
     if not rescuer or not values or not complete:
-        return []
+        return None
     if not all(v & rescuer for v in values) or any(legacy and v & legacy for v in values):
-        return []
+        return None
     target = flow.target
     if not target.complete:
-        return []
+        return None
     tsites = list(target.sites)
     for site in tsites:
         tvalues, tcomplete = evaluate(site.flags, 1)
         if not tvalues or not tcomplete or any(v & rescuer for v in tvalues):
-            return []
+            return None
     if not tsites and target.system not in api.SYSTEM_QUEUES:
-        return []
-    qname = _queue_name(flow.site)
-    tnames = sorted({_queue_name(s) for s in tsites}) or [target.system]
-    what = f"{flow.call}({target.key.show() if target.key else ''})"
-    warn = (f"\"workqueue: WQ_MEM_RECLAIM {qname}:{flow.function} is flushing !WQ_MEM_RECLAIM "
-            f"{'/'.join(tnames)}:{(target.func or '%ps') if target.what == 'work' else '0x0'}\"")
-    via = f" through {len(flow.calls)} call{'s' if len(flow.calls) > 1 else ''}" if flow.calls else ""
-    when = ("while the work waited for is pending or running (start_flush_work())" if target.what == "work"
-            else "while the queue has work in flight (__flush_workqueue() returns before its check when "
-                 "there is nothing to flush)")
-    detail = (f"{flow.function}() runs on {qname} (WQ_MEM_RECLAIM) and{via} {what} waits for "
-              f"{'/'.join(tnames)}, which lacks WQ_MEM_RECLAIM; {when}, the kernel warns {warn}")
-    chain = [_alloc_step(flow.site, qname, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
+        return None
+    qname = kernel_name(flow.site)[0]
+    named = {kernel_name(s) for s in tsites}
+    tnames = tuple(sorted({n for n, _ in named})) or (target.system,)
+    origins = sorted({o for _, o in named if o})
+    about = "/".join(tnames) + (f" (named with {'; '.join(origins)})" if origins else "")
+    what = _flushed(flow)
+    chain = [_alloc_step(flow.site, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
              *flow.calls, flow.flush, *target.queued[:MAX_TARGETS]]
     holders = dict(zip(map(id, tsites), target.holders))
-    chain += [_alloc_step(s, _queue_name(s), "without WQ_MEM_RECLAIM" + _kept(holders.get(id(s))))
-              for s in tsites[:MAX_TARGETS]]
+    chain += [_alloc_step(s, "without WQ_MEM_RECLAIM" + _kept(holders.get(id(s)))) for s in tsites[:MAX_TARGETS]]
     own = bool(tsites) and all(_module_own(s, flow) for s in tsites)
     hints = _fix_hints(flow, ctx, tsites, holders, own)
     no_fix = hints.no_fix.reason if hints.no_fix is not None else ""
     case = no_fix or ("per-object" if hints.per_object else "default")
     shown = _system(target) if case == "system" else "/".join(tnames)  # what the advice names
-    return [flow_finding(flow, ctx, RULE, detail, chain, hints=hints, case=case, queue=qname,
-                         target=shown, entry=tsites[0].entry if len(tsites) == 1 else "")]
+    entry = tsites[0].entry if len(tsites) == 1 else ""
+    finding = flow_finding(flow, ctx, RULE, "", chain, hints=hints, case=case, queue=qname, target=shown,
+                           entry=entry)
+    return Judged(flow, finding, qname, tnames, what, about, case, shown, entry)
+
+
+def _flushed(flow: Flow) -> str:
+    """The flush as written ('flush_workqueue(assoc->queues[i]->work_q)'), with where the
+    queue or work item is kept when the text does not name it (an accessor macro, a wrapper's
+    parameter): 'flush_workqueue(fc_host_work_q(shost)) (struct fc_host_attrs.work_q)'."""
+    key = flow.target.key
+    kept = key.show() if key is not None and (key.kind == "var" or key.tag) else ""
+    if not flow.waited:
+        return f"{flow.call}({kept})"
+    named = key is not None and re.search(rf"\b{re.escape(key.name)}\b", flow.waited)
+    return f"{flow.call}({flow.waited})" + (f" ({kept})" if kept and not named else "")
+
+
+def _via(flow: Flow) -> str:
+    n = len(flow.calls)
+    return f" through {n} call{'s' if n > 1 else ''}" if n else ""
+
+
+def _listed(names: list) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _fix_hints(flow: Flow, ctx: CheckContext, tsites: list, holders: dict, own: bool) -> Hints:
@@ -113,19 +201,78 @@ def _kept(holder) -> str:
     return f", kept in {holder.show()}: one queue per {struct}"
 
 
-def _queue_name(site) -> str:
-    """The queue's name as the kernel prints it: its format, or the one string a bare "%s"
-    formats (alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "fc_rport_eq")), or the one format
-    a name held in a variable comes from (a local buffer snprintf() fills: "zfcp_q_%s")."""
-    name = site.queue.strip('"') if site.queue.startswith('"') else site.queue
-    if name == "%s" and site.name is not None and site.name.args:
-        text = _one_string(site.name.args[0])
-        if text and "%" not in text:
-            return text
-    elif not site.queue.startswith('"') and site.name is not None:
+# A conversion of the kernel's vsnprintf(): flags, width, precision, length, conversion.
+_SPEC = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d*|\*))?(hh|h|ll|l|z|Z|t|j|L|q)?([a-zA-Z%])")
+
+
+def kernel_name(site) -> tuple:
+    """(the queue's name as the kernel prints it, where the arguments it could not fill in come
+    from). The format with each argument that is one known string or number filled in
+    (alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "fc_rport_eq") is fc_rport_eq), else kept
+    as written ("ntfc%d.%d.%d", its arguments named); a name held in a variable is the one
+    format it comes from (a local buffer snprintf() fills: "zfcp_q_%s")."""
+    written = site.queue.strip('"') if site.queue.startswith('"') else site.queue
+    if site.name is None:
+        return written, ""
+    fmt = _one_string(site.name.fmt)
+    if not fmt:
         printed = [v.printed for v in walk(site.name.fmt) if isinstance(v, Unknown) and v.printed is not None]
-        return _one_string(site.name.fmt) or (_one_string(printed[0]) if len(printed) == 1 else "") or name
-    return name
+        return (_one_string(printed[0]) if len(printed) == 1 else "") or written, ""
+    if site.queue.startswith('"') or site.name.args:
+        return _filled(fmt, list(site.name.args))
+    return fmt, ""
+
+
+def _filled(fmt: str, args: list) -> tuple:
+    """(fmt with the arguments that are known filled in, where the others come from); fmt as
+    it is when a width or precision is an argument, or an argument is missing (still to come
+    from a variadic macro's callers)."""
+    out, origins, at = [], [], 0
+    for m in _SPEC.finditer(fmt):
+        out.append(fmt[at:m.start()])
+        at = m.end()
+        flags, width, prec, _length, conv = m.groups()
+        if conv == "%":
+            out.append("%")
+            continue
+        if "*" in (width or "") + (prec or "") or not args:
+            return fmt, ""
+        arg = args.pop(0)
+        text = _printed(arg, flags, width, prec, conv)
+        if text is None:
+            out.append(m.group())
+            origins.append(f"{m.group()} from {_origin(arg)}")
+        else:
+            out.append(text)
+    out.append(fmt[at:])
+    return "".join(out), ", ".join(origins)
+
+
+def _printed(value, flags: str, width, prec, conv: str):
+    """What the conversion prints of value, when value is one string or one number (None:
+    not known, or a conversion read here as the kernel would not print it)."""
+    spec = "%" + flags + (width or "") + ("." + prec if prec is not None else "")
+    if conv == "s":
+        text = _one_string(value)
+        return (spec + "s") % text if text else None
+    if conv not in "diuxXc" or "#" in flags or any(isinstance(v, (CpuCount, Tunable)) for v in walk(value)):
+        return None
+    got, complete = evaluate(value, 1)
+    if not complete or len(got) != 1:
+        return None
+    number = next(iter(got))
+    if number < 0 and conv in "uxX" or conv == "c" and not 0 < number < 128:
+        return None
+    return (spec + ("d" if conv in "iu" else conv)) % number
+
+
+def _origin(value) -> str:
+    """Where an argument of a name comes from, as its resolution says."""
+    if isinstance(value, Param):
+        return f"parameter '{value.name}' of {value.function}()"
+    if value.step is not None:
+        return value.step.note
+    return getattr(value, "why", "") or "a value not known"
 
 
 def _one_string(value) -> str:
@@ -134,12 +281,14 @@ def _one_string(value) -> str:
     return next(iter(texts)).decode("utf-8", "replace") if complete and len(texts) == 1 else ""
 
 
-def _alloc_step(site, name: str, note: str) -> Step:
+def _alloc_step(site, note: str) -> Step:
+    name, origin = kernel_name(site)
     first = site.prefix[0] if site.prefix else None
     text = first.text if first is not None else ""
     flags = site.arg_texts[site.flags_arg] if 0 <= site.flags_arg < len(site.arg_texts) else ""
-    return Step(site.path, site.line, text, f"{site.entry}() allocates {name} "
-                f"(flags '{flags}') {note}" if flags else f"{site.entry}() allocates {name} {note}")
+    about = "; ".join(([f"flags '{flags}'"] if flags else []) + ([f"name's {origin}"] if origin else []))
+    return Step(site.path, site.line, text, f"{site.entry}() allocates {name} " + (f"({about}) " if about else "")
+                + note)
 
 
 def _module_own(site, flow) -> bool:

@@ -178,14 +178,17 @@ def _no_new_reclaim_work(result: Plan, catalogue, contents: dict, found: dict, p
             dropped.setdefault(fx.at, "with WQ_MEM_RECLAIM written at this call the flushed queue still lacks it "
                                       "(see the chain: the flags are changed on the way): add it where they are")
     for f in now:
-        if _seen(f) in before or not f.chain:
+        if _seen(f) in before:
             continue
-        step = f.chain[0]  # the allocation of the queue the work runs on
-        line = _line_before(changed[step.path], step.line) if step.path in changed else step.line
         at = _line_before(changed[f.path], f.line) if f.path in changed else f.line
-        dropped.setdefault((step.path, line), f"with WQ_MEM_RECLAIM the queue's own work would be reclaim work that "
-                                              f"waits for a queue without it ({f.path}:{at}, {f.function}()): fix "
-                                              "that wait first")
+        for chain in [w.chain for w in f.works] or [f.chain]:  # each work reaching the flush
+            if not chain:
+                continue
+            step = chain[0]  # the allocation of the queue the work runs on
+            line = _line_before(changed[step.path], step.line) if step.path in changed else step.line
+            dropped.setdefault((step.path, line), f"with WQ_MEM_RECLAIM the queue's own work would be reclaim work "
+                                                  f"that waits for a queue without it ({f.path}:{at}, "
+                                                  f"{f.function}()): fix that wait first")
     for at in sorted({fx.at for fx in rescuing if fx.at in dropped}):
         path, _line = at
         change = changed[path]
@@ -214,8 +217,7 @@ def _line_before(change: FileChange, line: int) -> int:
 
 
 def _key(f: Finding) -> tuple:
-    """A finding as the plan knows it: its rule and place, and the function it names (several
-    works reaching one flush are a finding each, reclaim-flush-dependency)."""
+    """A finding as the plan knows it: its rule and place, and the function it names."""
     return f.rule_id, f.path, f.line, f.col, f.function or ""
 
 

@@ -56,6 +56,10 @@ def _location(path, line, col=None, end_col=None, message=None) -> dict:
     return loc
 
 
+def _thread(chain) -> dict:
+    return {"locations": [{"location": _location(s.path, s.line, message=s.note)} for s in chain]}
+
+
 def format(report, catalogue) -> str:
     ids = catalogue.ids()
     stable = stable_fingerprints(report.findings)
@@ -69,9 +73,11 @@ def format(report, catalogue) -> str:
             "locations": [_location(f.path, f.line, f.col, f.end_col)],
             "partialFingerprints": {"wqlintFingerprint/v2": f.fingerprint(), "wqlintStable/v1": stable[id(f)]},
         }
-        if f.chain:
-            result["codeFlows"] = [{"threadFlows": [{"locations": [
-                {"location": _location(s.path, s.line, message=s.note)} for s in f.chain]}]}]
+        if f.works:  # one code flow per work the finding stands for, each its chain
+            result["codeFlows"] = [{"message": {"text": w.name}, "threadFlows": [_thread(w.chain)]}
+                                   for w in f.works]
+        elif f.chain:
+            result["codeFlows"] = [{"threadFlows": [_thread(f.chain)]}]
         results.append(result)
     # What a comment suppresses is listed too, with the comment's reason: a viewer shows it as
     # suppressed, and a later run without the comment is the same result (same fingerprints).

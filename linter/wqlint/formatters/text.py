@@ -1,4 +1,5 @@
-"""path:line:col: warning: message [rule-id], then the chain and the migration, indented."""
+"""path:line:col: warning: message [rule-id], then the chain (of a finding that stands for several
+works, the first work's, and the others named), and the migration, indented."""
 from __future__ import annotations
 
 
@@ -16,6 +17,9 @@ def lines(report, source: bool) -> str:
             out.append(f"    {step.path}:{step.line}: {step.note}")
             if source:
                 out.append(f"        {step.text}")
+        if len(f.works) > 1:  # the chain is the first work's; the others are named
+            others = [w.name for w in f.works[1:]]
+            out.append(f"    and {len(others)} other work{'s' if len(others) > 1 else ''}: {'; '.join(others)}")
         if f.migration:
             out.append(f"    fix: {f.migration}")
     return "\n".join(out) + ("\n" if out else "")

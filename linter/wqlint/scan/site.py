@@ -160,6 +160,8 @@ class Flow:
     # The flush is outside the paths scanned (another subsystem's), the work inside:
     # reported to the work's maintainer, with no edit of the other subsystem's queue.
     elsewhere: bool = False
+    waited: str = ""  # what the flush is given, as written there ('assoc->queues[i]->work_q')
+    within: str = ""  # the function whose body makes the flush
 
 
 @dataclass

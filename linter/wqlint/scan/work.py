@@ -607,10 +607,12 @@ class WorkModel:
         src = scope.src
         name = call.child_by_field_name("function")
         target = replace(target, holders=tuple(self.queue_key(s) for s in target.sites))
+        args = parser.args(call)
+        waited = _short(parser.text(args[spec.arg]), 60) if 0 <= spec.arg < len(args) else ""
         return Flow(site=site, queue=key, queued=queued, bound=bound, function=fn, calls=calls, flush=flush,
                     call=spec.name, target=target, path=src.rel, line=flush.line,
                     col=scope.chunk.col_of(name), end_col=scope.chunk.end_col_of(name),
-                    suppressed=suppressed(src, flush.line))
+                    suppressed=suppressed(src, flush.line), waited=waited, within=scope.name)
 
 
 _SCHEDULING = dict(api.SCHEDULE_WORK_ARG)
