@@ -101,10 +101,9 @@ class WorkModel:
     def _rebound(self, queued, item: str, fn: str) -> bool:
         """scan.items.rebound(), once per queueing call, item and function."""
         key = (queued.path, queued.line, item, fn)
-        got = self._rebinds.get(key)
-        if got is None:
-            got = self._rebinds[key] = rebound(self.index, queued, item, fn)
-        return got
+        if key not in self._rebinds:
+            self._rebinds[key] = rebound(self.index, queued, item, fn)
+        return self._rebinds[key]
 
     # -- where a queue is kept ---------------------------------------------------------------
     def queue_key(self, site: Site) -> Optional[Key]:
