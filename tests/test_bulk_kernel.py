@@ -52,22 +52,26 @@ def test_series_passes_checkpatch_and_applies_like_fix(bulk_612, linux_6_12, tmp
     assert f"Subject: [PATCH 0/{len(series)}] " in cover
     # 232 of the fixes move work off system_wq / system_unbound_wq (6.12.117 declares their
     # replacements); of the not fixed, 3 are __WQ_LEGACY written by callers and 1 is a use in
-    # a macro body (i915 CT_DEAD()), which the fixer does not edit; 4 are waits from reclaim
+    # a macro body (i915 CT_DEAD()), which the fixer does not edit; 7 are waits from reclaim
     # work (reclaim-flush-dependency). For 3 of them WQ_MEM_RECLAIM on the flushed queue is
     # only a suggestion, the queue being allocated per object (one rescuer thread each):
     # nvmet-fc's work_q, per target queue of each association (the flush of the association's
     # deletion; the destroy on the error exit of the queue's own allocation waits for nothing),
     # and the FC transport's two queues per host (fc_wq_%d, fc_dl_%d), each flushed from the
     # rport works of qla2xxx, bfad, libfc and zfcp (a finding per flush, naming the four works);
-    # upstream (7.3) has not given them the flag. The fourth waits for the deferred probe work
-    # on system_unbound_wq (nvme's dead controller removed from nvme-wq), a system queue. Two
+    # upstream (7.3) has not given them the flag. The other four wait for system queues: the
+    # deferred probe work on system_unbound_wq (nvme's dead controller removed from nvme-wq,
+    # dm-verity's restart), blk-iolatency's enable work on system_percpu_wq (a disk deleted
+    # from nbd's and nvme's reclaim works: rq_qos_exit() calls each policy's exit), and, behind
+    # file_operations.fsync from nvmet's file flush, hfs's MDB work on system_long_wq and the
+    # deferred I/O work of a framebuffer on system_percpu_wq. Two
     # are works that wait for themselves (self-flush-deadlock: iwcm, hci_sync), which only the
     # author can move.
     # gfs2_control_wq, flushed from the glock work on a withdraw, and ib_wq, flushed from
     # mthca's catastrophic-error reset, are allocated once and get WQ_MEM_RECLAIM (each in a
     # file another fix touches too).
     assert got.stderr.splitlines()[-1] == ("wqlint: 717 finding(s) fixed in 522 file(s) "
-                                           "(target mainline, v6.12.117); 46 not fixed")
+                                           "(target mainline, v6.12.117); 49 not fixed")
     assert "not fixed [reclaim-flush-dependency] (3): suggestion, made only with --suggestions: " in got.stderr
     assert "not fixed [self-flush-deadlock] (2): " in got.stderr
 
@@ -179,10 +183,10 @@ def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
     got = run("bulk", reference_tree, "--target", "reference", "--out", out, "--date", DATE)
     assert got.exit_code == 0, got.stderr[-2000:]
     # as on mainline, the flushes from reclaim work of nvmet-fc's and the FC transport's queues
-    # are suggestions (a queue per object), the wait for system_unbound_wq has no fix,
+    # are suggestions (a queue per object), the waits for system queues have no fix,
     # gfs2_control_wq and ib_wq get WQ_MEM_RECLAIM
     assert got.stderr.splitlines()[-1] == ("wqlint: 724 finding(s) fixed in 527 file(s) "
-                                           "(target reference, v6.12.117); 40 not fixed")
+                                           "(target reference, v6.12.117); 43 not fixed")
     assert "not fixed [reclaim-flush-dependency] (3): suggestion, made only with --suggestions: " in got.stderr
     files, differ = _differ_from_spatch(reference_tree, out, "reference", tmp_path)
     assert len(files) == 527 and differ == PARITY_GAP
