@@ -183,9 +183,18 @@ class Calls:
         heads = self.far_heads()
         if heads is None:
             return _PENDING
+        found = self._linked(name, [(rel, line, offset) for rel, line, offset, static in heads.headers(name)
+                                    if not static])
+        self._far_defined[name] = found
+        return found or None
+
+    def _linked(self, name: str, ats: list) -> "tuple | bool":
+        """(rel, line, end of the header) of the definition of name with external linkage
+        among the lines ats [(rel, line, offset)] that may start it; False when none does, or
+        when several files define it (which one links is the build's choice)."""
         chosen = []
-        for rel, line, offset, static in heads.headers(name):
-            data = self.index.text(rel) if not static else None
+        for rel, line, offset in ats:
+            data = self.index.text(rel)
             if data is None:
                 continue
             if data[offset:offset + len(name)] == name.encode() and line > 1 \
@@ -197,8 +206,7 @@ class Calls:
         found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
         if found:
             self._names[found] = name
-        self._far_defined[name] = found
-        return found or None
+        return found
 
     def wide_definition(self, name: str):
         """(rel, line, end of the header) of the one definition of name with external linkage
@@ -209,21 +217,7 @@ class Calls:
         got = self._wide.get(name)
         if got is not None:
             return got or None
-        chosen = []
-        for rel, line, offset in self.ops.exported(name):
-            data = self.index.text(rel)
-            if data is None:
-                continue
-            if line > 1 and data[offset:offset + len(name)] == name.encode() \
-                    and re.search(rb"\bstatic\b", data[data.rfind(b"\n", 0, offset - 1) + 1:offset - 1]):
-                continue  # `static void\nname(...)`
-            m = _DEF_AT.match(data, offset)
-            if m is not None and m.group(1).decode() == name:
-                chosen.append((rel, line, m.end()))
-        found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
-        if found:
-            self._names[found] = name
-        self._wide[name] = found
+        found = self._wide[name] = self._linked(name, self.ops.exported(name))
         return found or None
 
     def distance(self, name: str, near: str, radius: int = MAX_DEPTH - 1, waits: bool = False,
