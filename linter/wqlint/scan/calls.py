@@ -17,7 +17,7 @@ from wqlint.finding import Step
 from wqlint.scan import parser
 from wqlint.scan.description import Description
 from wqlint.scan.steps import ALL_STEPS, TABLE, WIDE, after, exhausted, step_out
-from wqlint.scan.tablecalls import WORD_BYTES, calls_through, declared_type, holder_of
+from wqlint.scan.tablecalls import calls_of, declared_type, holder_of
 from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, declarator_name, function_declarator, scope_of
 from wqlint.scan.source import is_c_source
@@ -70,10 +70,14 @@ class Calls:
         self._far_defined: dict = {}  # name -> _far_definition()
         self._names: dict = {}  # a definition -> the function's name
         self._wait_dist: dict = {}  # _dist of distance(waits=True)
+        # (start, radius, waits) -> (searches made, answer, misses it counted) of an answer
+        # that waits for a search: the same until the next search, so worked out once per round.
+        self._provisional: dict = {}
         self.ops = Description(index)  # the tree's tables of functions, read when first asked
         self._tables: dict = {}  # (member, holder, base, type of base) -> _table_targets()
         self._wide: dict = {}  # name -> wide_definition()
         self._steps: dict = {}  # a definition -> _stepsstep_out()
+        self._read_calls: dict = {}  # a definition -> _calls_of()
         self._types_at: dict = {}  # member -> {(rel, line) of an initialiser of it: its table's type}
 
     def function(self, name: str, near: str) -> Optional[Scope]:
@@ -240,6 +244,13 @@ class Calls:
         known = memo.get(start)
         if known is not None and (known[0] <= known[1] or known[1] >= radius):
             return known[0] if known[0] <= radius else _FAR
+        searched = (self.index.grep_rounds, self.text.rounds)
+        before = (self.index.misses, self.text.misses)
+        was = self._provisional.get((start, radius, waits))
+        if was is not None and was[0] == searched:
+            self.index.misses += was[2][0]  # the answer is as provisional as when worked out
+            self.text.misses += was[2][1]
+            return was[1]
         # The definitions within radius calls (breadth first: each at its fewest calls), and
         # what each may call; one whose distance is known as far as needed is not looked into.
         level = {start: 0}
@@ -303,11 +314,15 @@ class Calls:
                         if d + 1 < dist[caller]:
                             dist[caller] = d + 1
                             at_distance[d + 1].append(caller)
+        got = dist.get(start, _FAR)
+        got = got if got <= radius else _FAR
         if not pending:
             # Each exactly as far as it was looked into: (distance, calls looked through).
             memo.update((n, (d, radius - level[n])) for n, d in dist.items())
-        got = dist.get(start, _FAR)
-        return got if got <= radius else _FAR
+        else:
+            self._provisional[(start, radius, waits)] = (
+                searched, got, (self.index.misses - before[0], self.text.misses - before[1]))
+        return got
 
     def defined_in(self, name: str, near: str) -> Optional[str]:
         """The file holding function name's definition, as function() finds it; None when
@@ -354,7 +369,7 @@ class Calls:
             return _PENDING
         # Every name called that the subsystem defines, and the members called through
         # (their names count as called too: this only decides what is parsed).
-        called, through = _called(body)
+        called, through, members = self._calls_of(at, body)
         far = self.far_heads()
         if far is None:
             return _PENDING
@@ -363,7 +378,7 @@ class Calls:
         types: dict = {}  # member -> the types of the tables it is called through (each a set)
         if through:
             decls = self._declarations(at)
-            for member, holder, base in calls_through(body):
+            for member, holder, base in members:
                 types.setdefault(member, set()).add(self.table_types(member, holder, base, decls))
         for member in through:
             names.update(self._pointer_names(member.decode(), rel, types.get(member, {frozenset()})))
@@ -392,7 +407,7 @@ class Calls:
         heads = self._near_defs(rel) or []
         far = self.far_heads() or ()
         wide, fan = [], []
-        called, _through_names = _called(body)
+        called, _through, members = self._calls_of(at, body)
         for n in sorted(called):
             name = n.decode()
             if name in self.not_followed or n in far or any(n in h for h in heads):
@@ -401,7 +416,7 @@ class Calls:
             if d is not None and d != at and d not in plain[0] and d not in wide:
                 wide.append(d)
         decls = self._declarations(at)
-        for member, holder, base in sorted(calls_through(body)):
+        for member, holder, base in sorted(members):
             for fn, irel, _line, _type in self.table_targets(member, self.table_types(member, holder, base, decls)):
                 d = self._definition(fn, irel)
                 if d is _PENDING:
@@ -409,6 +424,14 @@ class Calls:
                 if d is not None and d != at and d not in plain[0] and d not in fan:
                     fan.append(d)
         got = self._steps[at] = (tuple(wide), tuple(fan))
+        return got
+
+    def _calls_of(self, at: tuple, body: bytes) -> tuple:
+        """tablecalls.calls_of() of the function whose definition is at, read once for
+        _callees_of() and _stepsstep_out()."""
+        got = self._read_calls.get(at)
+        if got is None:
+            got = self._read_calls[at] = calls_of(body)
         return got
 
     def _declarations(self, at: tuple) -> bytes:
@@ -601,26 +624,6 @@ def dirs_near(rel: str) -> list:
     """rel's directory, and its parent when that is more than two levels deep."""
     parts = rel.split("/")[:-1]
     return ["/".join(parts)] + (["/".join(parts[:-1])] if len(parts) > 2 else [])
-
-
-def _called(body: bytes) -> tuple:
-    """({names called}, {members called through}) of a function's text: the word before each
-    '(' (`name(`, `(name)(`), a member's when `->` or `.` comes before it. By the ends of the
-    text between parentheses, at C speed: a regex over every word took most of the look."""
-    names, members = set(), set()
-    for piece in body.split(b"(")[:-1]:
-        text = piece.rstrip()
-        if text.endswith(b")"):
-            text = text[:-1].rstrip()
-        rest = text.rstrip(WORD_BYTES)
-        name = text[len(rest):]
-        if not name or name[:1].isdigit():
-            continue
-        names.add(name)
-        rest = rest.rstrip()
-        if rest.endswith(b"->") or rest.endswith(b"."):
-            members.add(name)
-    return names, members
 
 
 def _waits_in(body: bytes) -> bool:

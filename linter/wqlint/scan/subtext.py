@@ -40,6 +40,7 @@ class SubsystemText:
         self.index = index
         self.names = list(names)
         self.misses = 0
+        self.rounds = 0  # fetches that answered something: what is known changes only then
         self._calls: dict = {}  # directory -> {word: [(rel, line)]}
         self._heads: dict = {}  # directory -> Heads
         self._words: dict = {}  # (directory, word) -> [(rel, line)]
@@ -98,6 +99,7 @@ class SubsystemText:
         want_files, self._want_files = self._want_files, set()
         if not want_calls and not want_heads and not want_words and not want_files:
             return False
+        self.rounds += 1
         for files in sorted(want_files):
             got_files = {"": Heads()}
             self._search([], [], fixed=False, only=list(files), heads=got_files)

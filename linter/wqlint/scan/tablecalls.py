@@ -10,33 +10,41 @@ from wqlint.scan import parser
 WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"  # what a C name is made of
 
 
-def calls_through(body: bytes) -> set:
-    """{(member, holder, base)} of the calls through a member in a function's text:
+def calls_of(body: bytes) -> tuple:
+    """({names called}, {members called through}, {(member, holder, base)}) of a function's
+    text, in one pass over it: the word before each '(' (`name(`, `(name)(`), a member's when
+    `->` or `.` comes before it, and for a member the name it is called through:
     `holder->member(` (base b''), `base->holder->member(` or `base.holder.member(` (base b'?'
-    when not a name), as scan.calls reads them."""
-    out = set()
+    when not a name), as scan.calls reads them. By the ends of the text between parentheses,
+    at C speed: a regex over every word took most of the look."""
+    names, members, through = set(), set(), set()
     for piece in body.split(b"(")[:-1]:
         text = piece.rstrip()
         if text.endswith(b")"):
             text = text[:-1].rstrip()
         rest = text.rstrip(WORD_BYTES)
-        member = text[len(rest):]
+        name = text[len(rest):]
+        if not name or name[:1].isdigit():
+            continue
+        names.add(name)
         rest = rest.rstrip()
         op = 2 if rest.endswith(b"->") else 1 if rest.endswith(b".") else 0
-        if not member or not op:
+        if not op:
             continue
+        members.add(name)
         rest = rest[:-op].rstrip()
         before = rest.rstrip(WORD_BYTES)
         holder = rest[len(before):]
+        if not holder:
+            continue
         before = before.rstrip()
         op = 2 if before.endswith(b"->") else 1 if before.endswith(b".") else 0
         base = b""
         if op:
             left = before[:-op].rstrip()
             base = left[len(left.rstrip(WORD_BYTES)):] or b"?"
-        if holder and not member[:1].isdigit():
-            out.add((member, holder, base))
-    return out
+        through.add((name, holder, base))
+    return names, members, through
 
 
 def holder_of(node) -> tuple:
