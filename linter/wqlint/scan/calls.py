@@ -254,7 +254,7 @@ class Calls:
         # The definitions within radius calls (breadth first: each at its fewest calls), and
         # what each may call; one whose distance is known as far as needed is not looked into.
         level = {start: 0}
-        order, graph, pending = [start], {}, False
+        order, graph, pending = [start], {}, []
         for cur in order:
             k = level[cur]
             known = memo.get(cur)
@@ -265,7 +265,7 @@ class Calls:
             cat, left = cur
             got = self._callees_of(cat) if k < radius or cat in self._callees else ((), self._body_flushes(cat))
             if got is _PENDING:
-                pending = True
+                pending.append(cur)
                 continue
             if exhausted(left):
                 got = ((), got[1])
@@ -273,7 +273,7 @@ class Calls:
             if left & ALL_STEPS and not exhausted(left) and k < radius:
                 out = self._stepsstep_out(cat)
                 if out is _PENDING:
-                    pending = True
+                    pending.append(cur)
                     continue
                 if left & WIDE:
                     nxt += [(c, step_out(left, WIDE)) for c in out[0]]
@@ -301,8 +301,11 @@ class Calls:
             for c in callees:
                 if c in dist:
                     callers.setdefault(c, []).append(n)
-                elif 1 + told(c) < dist[n]:
-                    dist[n] = 1 + told(c)
+                else:
+                    if 1 + told(c) < dist[n]:
+                        dist[n] = 1 + told(c)
+                    if pending:
+                        callers.setdefault(c, []).append(n)
         at_distance: list = [[] for _ in range(radius + 1)]
         for n, d in dist.items():
             if d <= radius:
@@ -316,10 +319,16 @@ class Calls:
                             at_distance[d + 1].append(caller)
         got = dist.get(start, _FAR)
         got = got if got <= radius else _FAR
-        if not pending:
-            # Each exactly as far as it was looked into: (distance, calls looked through).
-            memo.update((n, (d, radius - level[n])) for n, d in dist.items())
-        else:
+        # Each exactly as far as it was looked into: (distance, calls looked through); not one
+        # that may call, within what was looked into, a definition whose text waits for a search.
+        unsure = set(pending)
+        for n in pending:  # (the list grows: those calling them)
+            for caller in callers.get(n, ()):
+                if caller not in unsure:
+                    unsure.add(caller)
+                    pending.append(caller)
+        memo.update((n, (d, radius - level[n])) for n, d in dist.items() if n not in unsure)
+        if unsure:
             self._provisional[(start, radius, waits)] = (
                 searched, got, (self.index.misses - before[0], self.text.misses - before[1]))
         return got
