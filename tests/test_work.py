@@ -312,7 +312,7 @@ def test_a_work_waiting_for_itself_is_reported_at_the_wait_with_its_chain():
     assert [(s["line"], s["note"]) for s in got[16]["chain"]] == [
         (118, "queue_work() puts &d->reset on d->wq"),
         (113, "INIT_WORK() binds &d->reset to sf_reset_fn()"),
-        (59, "sf_reset_fn() calls sf_teardown()"),
+        (59, "sf_reset_fn() calls sf_teardown() (only if d->broken)"),
         (16, "sf_teardown() calls destroy_workqueue()"),
     ]
     assert "sf_reset_fn() runs on sf and through 1 call destroy_workqueue(d->wq) waits for the queue it runs on" \
@@ -328,7 +328,7 @@ def test_a_work_waiting_for_itself_is_reported_at_the_wait_with_its_chain():
     assert [(s["line"], s["note"]) for s in got[72]["chain"]] == [
         (122, "schedule_delayed_work() puts &d->poll on system_percpu_wq"),
         (117, "INIT_DELAYED_WORK() binds &d->poll to sf_poll_fn()"),
-        (72, "sf_poll_fn() calls cancel_delayed_work_sync()"),
+        (72, "sf_poll_fn() calls cancel_delayed_work_sync() (only if d->broken)"),
     ]
     assert "waits for its own work item" in got[72]["message"]
     assert got[72]["migration"].startswith("The work cannot wait for itself: where it only stops itself, use "

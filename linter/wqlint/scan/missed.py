@@ -19,7 +19,7 @@ from typing import Optional
 
 from wqlint import api
 from wqlint.finding import Step
-from wqlint.scan import parser
+from wqlint.scan import conditions, parser
 from wqlint.scan.scope import declarator_name, function_declarator
 from wqlint.scan.site import Missed
 
@@ -249,4 +249,4 @@ class WorkFinder:
     def _step(chunk, node, note: str) -> Step:
         src = chunk.source
         line = chunk.line_of(node)
-        return Step(src.rel, line, src.line_text(line).strip(), note)
+        return Step(src.rel, line, src.line_text(line).strip(), conditions.with_guards(note, node))

@@ -26,7 +26,7 @@ from typing import Optional
 
 from wqlint import api
 from wqlint.finding import Step
-from wqlint.scan import guards, parser
+from wqlint.scan import conditions, guards, parser
 from wqlint.scan.calls import MAX_DEPTH, dirs_near
 from wqlint.scan.assumed import assumed
 from wqlint.scan.ctext import short, split_args
@@ -394,7 +394,8 @@ class SelfWaits:
                         call=name, what=what, waited=short(parser.text(args[argi]), 40), function=start.name,
                         bound=bound, queued=tuple(queued[:MAX_QUEUED]), queues=tuple(queues),
                         calls=self._steps(hops),
-                        wait=Step(src.rel, cl, src.line_text(cl).strip(), f"{scope.name}() calls {name}()"),
+                        wait=Step(src.rel, cl, src.line_text(cl).strip(),
+                                  conditions.with_guards(f"{scope.name}() calls {name}()", call)),
                         suppressed=suppressed(src, cl))
 
     def _assumed(self, brel: str, bline: int, fn: str) -> dict:
@@ -414,7 +415,7 @@ class SelfWaits:
             cl = scope.chunk.line_of(call)
             fn = call.child_by_field_name("function")
             out.append(Step(scope.src.rel, cl, scope.src.line_text(cl).strip(),
-                            f"{scope.name}() calls {parser.text(fn)}()"))
+                            conditions.with_guards(f"{scope.name}() calls {parser.text(fn)}()", call)))
         return tuple(out)
 
     def _origin(self, node, scope: Scope, hops: list):

@@ -27,10 +27,10 @@ from wqlint.scan.steps import ALL_STEPS, exhausted
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
-from wqlint.scan.scope import Scope, scope_of
+from wqlint.scan.scope import Scope, scope_of, step_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
-from wqlint.scan import guards
+from wqlint.scan import conditions, guards
 from wqlint.scan.suppress import suppressed
 from wqlint.scan.site import Flow, Key, Site, Target
 from wqlint.scan.source import call_at
@@ -451,12 +451,11 @@ class WorkModel:
         for call, callee, via, near, left, table in self.calls.calls_in(scope, budget):
             if guards.unlikely(call, scope):
                 continue
-            cline = scope.chunk.line_of(call)
             spec = api.FLUSH_CALLS_BY_NAME.get(callee)
             if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED or exhausted(budget)
                                  or self.calls.distance(callee, near, depth - 2, budget=left) > depth - 2):
                 continue
-            step = Step(scope.src.rel, cline, scope.src.line_text(cline).strip(), f"{name}() calls {callee}(){via}")
+            step = step_of(scope, call, conditions.with_guards(f"{name}() calls {callee}(){via}", call))
             if spec is not None:
                 if guards.fresh(spec, call, scope):
                     continue  # nothing was queued on it yet: the flush returns at once

@@ -1,0 +1,205 @@
+"""The conditions that guard a call in its function, as a chain's step shows them, so that a
+call made on every path reads apart from one made in a rare branch.
+
+Read from the call's tree, nearest first, at most MAX_GUARDS of them:
+- an `if` around it: "only if COND" (its branch), "only if not (COND)" (its else);
+  `c ? f() : g()` and `a && f()`, `a || f()` the same way;
+- a loop around it: "inside while (COND)", "inside for (...)", "inside do ... while (COND)",
+  and a loop macro's block (`list_for_each_entry(...) { ... }`): "inside list_for_each_entry(...)";
+- a `switch` case: "in case X" (with the empty cases that fall into it: "in case X, Y"),
+  "in default";
+- an error path: "on the error path after label err_x", when the call follows the label in
+  its block and the way there is only by goto: the statement before the first label of that
+  stretch returns or jumps away (no falling in), and every goto to its labels comes before
+  them (a goto back is a loop, not an unwinding).
+A call in a condition itself (`if (f())`, `while (f())`) is guarded by nothing there. A
+condition is shown as written, comments dropped, white space collapsed, cut at MAX_WIDTH.
+"""
+from __future__ import annotations
+
+import re
+
+from wqlint.scan import parser
+from wqlint.scan.ctext import short
+
+MAX_GUARDS = 3  # the nearest guards shown
+MAX_WIDTH = 60  # characters of one condition
+MAX_UP = 200  # nodes walked up from the call (a deeply nested expression is not read to its top)
+_COMMENT_RE = re.compile(r"/\*.*?(\*/|$)|//[^\n]*", re.S)
+_LOOPS = ("while_statement", "for_statement", "do_statement")
+
+
+def with_guards(note: str, node) -> str:
+    """note with the conditions guarding node (a call) in its function: "f() calls g() (only
+    if x; inside while (y))"; note itself when nothing guards it."""
+    got = guards_of(node)
+    return f"{note} ({'; '.join(got)})" if got else note
+
+
+def guards_of(node) -> list:
+    """The texts of the conditions around node, nearest first (the module's docstring)."""
+    out: list = []
+    labelled = False
+    cur = node
+    for _ in range(MAX_UP):
+        parent = cur.parent if cur is not None else None
+        if parent is None or cur.type == "function_definition" or len(out) >= MAX_GUARDS:
+            break
+        got = ""
+        kind = parent.type
+        if kind in ("if_statement", "conditional_expression"):
+            cond = parent.child_by_field_name("condition")
+            if cur == parent.child_by_field_name("consequence"):
+                got = "only if " + _text(cond)
+            elif cur == parent.child_by_field_name("alternative"):
+                got = "only if " + _negated(cond)
+        elif kind == "binary_expression" and cur == parent.child_by_field_name("right"):
+            op = parser.text(parent.child_by_field_name("operator"))
+            left = parent.child_by_field_name("left")
+            got = "only if " + _text(left) if op == "&&" else ("only if " + _negated(left) if op == "||" else "")
+        elif kind in _LOOPS and cur == parent.child_by_field_name("body"):
+            got = "inside " + _loop(parent)
+        elif kind == "case_statement" and cur.type != "comment" and cur != parent.child_by_field_name("value"):
+            got = _case(parent)
+        elif kind == "compound_statement":
+            got = _macro_loop(parent, cur)
+            if not got and not labelled:
+                label = _error_label(parent, cur)
+                labelled = bool(label)
+                got = f"on the error path after label {label}" if label else ""
+        if got:
+            out.append(got)
+        cur = parent
+    return out
+
+
+def _clean(text: str) -> str:
+    return short(_COMMENT_RE.sub(" ", text), MAX_WIDTH)
+
+
+def _text(cond) -> str:
+    """A condition's text without the parentheses an `if` puts around it."""
+    cond = _unwrapped(cond)
+    return _clean(parser.text(cond)) if cond is not None else "?"
+
+
+def _negated(cond) -> str:
+    """The text of not cond: `!x` reads x, anything else not (cond)."""
+    inner = _unwrapped(cond)
+    if inner is not None and inner.type == "unary_expression" \
+            and parser.text(inner.child_by_field_name("operator")) == "!":
+        return _text(inner.child_by_field_name("argument"))
+    return f"not ({_text(cond)})"
+
+
+def _unwrapped(node):
+    while node is not None and node.type == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        if len(inner) != 1:
+            break
+        node = inner[0]
+    return node
+
+
+def _loop(node) -> str:
+    """What a loop statement shows: while (COND), for (HEAD), do ... while (COND)."""
+    if node.type == "for_statement":
+        body = node.child_by_field_name("body")
+        end = body.start_byte if body is not None else node.end_byte
+        head = node.text[:end - node.start_byte].decode("utf-8", "replace")
+        return "for " + _clean(head[len("for"):].strip())
+    cond = _text(node.child_by_field_name("condition"))
+    return f"while ({cond})" if node.type == "while_statement" else f"do ... while ({cond})"
+
+
+def _case(node) -> str:
+    """"in case X" for a case_statement, with the empty cases just before it that fall in."""
+    values = []
+    cur = node
+    while cur is not None and cur.type == "case_statement":
+        value = cur.child_by_field_name("value")
+        values.append(_clean(parser.text(value)) if value is not None else "default")
+        cur = cur.prev_named_sibling
+        if cur is None or cur.type != "case_statement" or any(
+                c.type != "comment" and c != cur.child_by_field_name("value") for c in cur.named_children):
+            break
+    values.reverse()
+    return "in default" if values == ["default"] else "in case " + ", ".join(values)
+
+
+def _macro_loop(block, cur) -> str:
+    """"inside name(...)" when block is the body of a loop macro (`list_for_each_entry(pos,
+    head, member) { ... }`, which tree-sitter reads as a call missing its ';' before a block)."""
+    if block.parent is None or block.parent.type == "function_definition":
+        return ""
+    prev = block.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    if prev is None or prev.type != "expression_statement" or not prev.children:
+        return ""
+    last = prev.children[-1]
+    call = prev.named_children[0] if prev.named_children else None
+    if not (last.type == ";" and last.is_missing) or call is None or call.type != "call_expression":
+        return ""
+    return "inside " + _clean(parser.text(call))
+
+
+def _error_label(block, cur) -> str:
+    """The label of block that cur follows on an error path (the module's docstring), or ''."""
+    stmts = [c for c in block.named_children if c.type != "comment"]
+    if cur not in stmts:
+        return ""
+    at = stmts.index(cur)
+    names: list = []
+    for i in range(at, -1, -1):
+        stmt = stmts[i]
+        if stmt.type != "labeled_statement":
+            continue
+        names += _labels(stmt)
+        if i == 0:
+            return ""  # the block's way in falls into it
+        if not _jumps(stmts[i - 1]):
+            continue  # falls in from the statement before: on to the label before that
+        gotos = [g for g in parser.of_kind(_function_of(block), "goto_statement")
+                 if g.named_children and parser.text(g.named_children[0]) in names]
+        if not gotos or any(g.start_byte > stmt.start_byte for g in gotos):
+            return ""
+        return names[0]
+    return ""
+
+
+def _labels(stmt) -> list:
+    """The names of a labeled_statement's labels (`a: b: stmt`)."""
+    out = []
+    while stmt is not None and stmt.type == "labeled_statement":
+        label = stmt.child_by_field_name("label")
+        if label is None and stmt.named_children and stmt.named_children[0].type == "statement_identifier":
+            label = stmt.named_children[0]
+        if label is not None:
+            out.append(parser.text(label))
+        stmt = _labelled(stmt)
+    return out
+
+
+def _labelled(stmt):
+    """The statement a labeled_statement marks."""
+    inner = [c for c in stmt.named_children if c.type not in ("statement_identifier", "comment")]
+    return inner[-1] if inner else None
+
+
+def _jumps(stmt) -> bool:
+    """Does a statement end with a return or a goto, so that nothing falls through it?"""
+    while stmt is not None and stmt.type in ("labeled_statement", "compound_statement"):
+        if stmt.type == "labeled_statement":
+            stmt = _labelled(stmt)
+        else:
+            inner = [c for c in stmt.named_children if c.type != "comment"]
+            stmt = inner[-1] if inner else None
+    return stmt is not None and stmt.type in ("return_statement", "goto_statement")
+
+
+def _function_of(node):
+    """The function_definition around node (or the top of its tree)."""
+    while node.parent is not None and node.type != "function_definition":
+        node = node.parent
+    return node
