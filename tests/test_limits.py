@@ -87,7 +87,7 @@ def test_an_unknown_placeholder_in_the_catalogue_is_refused_when_it_is_loaded(tm
 
 @pytest.mark.parametrize("old,new,problem", [
     ("drops WQ_UNBOUND: max_active = {max_active} becomes", "drops WQ_UNBOUND: max_active = {max_active.real} becomes",
-     "introduced-by.drops WQ_UNBOUND: unknown placeholder {max_active.real} (known: {max_active}, {version})"),
+     "introduced-by.drops WQ_UNBOUND: unknown placeholder {max_active.real} (known: {max_active}, {version}, {work})"),
     ("Pass {new}: a queue", "Pass {new: a queue",
      "migration: unmatched '{' in format spec (write {{ or }} for a brace)"),
 ])

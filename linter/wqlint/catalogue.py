@@ -25,8 +25,11 @@ RULE_KEYS = {"id", "severity", "message", "kernel-versions", "requires-symbol", 
              "docs", "introduced-by", "migration", "subject"}
 REQUIRED_RULE_KEYS = RULE_KEYS - {"requires-symbol", "by-version", "introduced-by"}
 # introduced-by: what `wqlint review` says a patch did to make a finding true, by the change
-# it made to the queue: "drops FLAG", "adds FLAG" or "changes max_active".
-_CHANGE_RE = re.compile(r"^(?:(?:drops|adds) _*WQ_[A-Z_]+|changes max_active)$")
+# it made to the queue: "drops FLAG", "adds FLAG" or "changes max_active"; for a rule about a
+# work's path to a wait (PATH_CHANGES), by the step of the path the patch's line is.
+PATH_CHANGES = ("adds the wait", "adds a step", "adds a path")
+_CHANGE_RE = re.compile(r"^(?:(?:drops|adds) _*WQ_[A-Z_]+|changes max_active|"
+                        + "|".join(PATH_CHANGES) + r")$")
 # A case of by-version: the severity and/or message the rule has on the versions given.
 BY_VERSION_KEYS = {"versions", "severity", "message"}
 FIX_KEYS = {"strategy", "safety", "targets"}
@@ -50,7 +53,8 @@ PLACEHOLDERS = {
     # the call's name; a queue's replacement and old name; the queue a work runs on and the one
     # it waits for
     "migration": ("entry", "new", "old", "queue", "target"),
-    "introduced-by": ("max_active", "version"),  # the call's new max_active; the scanned version
+    # the call's new max_active; the scanned version; the work whose path it is
+    "introduced-by": ("max_active", "version", "work"),
     "why": ("version",),  # the scanned version
 }
 
@@ -348,8 +352,8 @@ def _rule(path, node) -> Rule:
     if "introduced-by" in entries:
         for key, (knode, vnode) in _mapping(path, get("introduced-by"), "introduced-by").items():
             if not _CHANGE_RE.match(key):
-                raise _err(path, knode, f"introduced-by: '{key}' is not 'drops FLAG', 'adds FLAG' "
-                                        f"or 'changes max_active'")
+                raise _err(path, knode, f"introduced-by: '{key}' is not 'drops FLAG', 'adds FLAG', "
+                                        f"'changes max_active' or one of {', '.join(map(repr, PATH_CHANGES))}")
             text = " ".join(_string(path, vnode, f"introduced-by.{key}").split())
             introduced.append((key, _template(path, vnode, text, "introduced-by", f"introduced-by.{key}")))
     migration = _migration(path, get("migration"))

@@ -12,7 +12,9 @@ resolution of its flags or its max_active (a line it adds, or the line after lin
 removes): a patch that changes a field assignment is blamed, on that line, for the allocation
 in another file that the field reaches, and a patch that drops WQ_UNBOUND from the line below
 the call, or from the local the flags come from, is blamed for what that does to max_active.
-The comment says what the change did to the queue (rules.yaml, `introduced-by`).
+The comment says what the change did to the queue (rules.yaml, `introduced-by`). A
+finding about a work's path to a wait is blamed on a line of any step of any work's path,
+and shows that work's whole path (review_paths).
 
 Without a tree only what the patches show is known: new files whole, and the lines of each
 hunk at their place in an otherwise empty file. Resolution is then reduced, and the review
@@ -30,7 +32,7 @@ from typing import Optional
 from wqlint import config as config_mod, kversion
 from wqlint.catalogue import fill
 from wqlint.checks import judge
-from wqlint.checks.common import judged_flags
+from wqlint.checks.common import judged_flags, path_flags
 from wqlint.checks.context import make_context
 from wqlint.config import Config
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
@@ -41,6 +43,7 @@ from wqlint.scan.options import ScanOptions
 from wqlint.scan.targets import Targets, find_root
 from wqlint.scan.values import Op, cpu_path, evaluate, show
 from wqlint.patched import Origin, PatchedTree, ReviewError, base_without, patch_root
+from wqlint import review_paths
 from wqlint.scan.source import MAX_FILE_BYTES, is_c_source
 
 
@@ -53,6 +56,9 @@ class Comment:
     line: int
     origin: Origin
     what: str = ""  # what the change did to the queue, a sentence; '' for a new queue
+    # The path shown, of a finding about a work's path to a wait: the whole path of the work
+    # the comment is blamed on (review_paths); () for the finding's own chain.
+    chain: tuple = ()
 
     @property
     def at_call(self) -> bool:
@@ -335,12 +341,29 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
     queues_before = _queues(before_scan, moved)
     queues_after = _queues(after_scan, {})
     same = _pair(before.findings, after.findings, before_key)
+    lines_of, changes = _path_facts(after_scan, queues_before, queues_after)
     named = {(prefix if treepath else "") + p for patch in patches for fd in patch.files
              for p in (fd.old_path, fd.new_path) if p}
     for f in after.findings:
+        path_rule = review_paths.is_path(f, catalogue)
         if id(f) in same:
-            if show_all and f.path in named:  # (not the old findings of files it does not name)
+            old = same[id(f)]
+            # one more work reaching a wait already reported: a path the series opens
+            opened = (review_paths.blame(f, added, catalogue, lines_of, changes, old)
+                      if path_rule and len(f.works) > len(old.works) else None)
+            if opened is not None:
+                result.comments.append(Comment(f, opened.path, opened.line, opened.origin, what=opened.what,
+                                               chain=opened.chain))
+            elif show_all and f.path in named:  # (not the old findings of files it does not name)
                 result.preexisting.append(f)
+            continue
+        if path_rule:
+            blamed = review_paths.blame(f, added, catalogue, lines_of, changes)
+            if blamed is not None:
+                result.comments.append(Comment(f, blamed.path, blamed.line, blamed.origin, what=blamed.what,
+                                               chain=blamed.chain))
+            elif show_all:
+                result.unanchored.append(f)
             continue
         anchor = _anchor(f, added)
         if anchor is not None:
@@ -437,6 +460,7 @@ class _Queue:
     flags: frozenset  # of FLAG_NAMES set in every value of the flags
     max_active: tuple  # its values with the CPU count the messages use
     max_active_text: str  # as written, or the CPU count it comes from
+    path_flags: frozenset = frozenset()  # of checks.common.path_flags(): for review_paths
 
 
 def _queues(scanned: ScanResult, moved: dict) -> dict:
@@ -454,8 +478,33 @@ def _queues(scanned: ScanResult, moved: dict) -> dict:
             # a local or a field: say what it holds ('num_online_cpus() + 2'), else its CPU count
             ops = [v for v in cpu if isinstance(v, Op)]
             text = (show(ops[0]) if ops else None) or cpu[-1].kind
-        out[key] = _Queue(judged_flags(site.flags, ctx.bits), tuple(sorted(values)), text)
+        out[key] = _Queue(judged_flags(site.flags, ctx.bits), tuple(sorted(values)), text,
+                          path_flags(site.flags, ctx.bits))
     return out
+
+
+def _path_facts(after_scan: ScanResult, before: dict, after: dict) -> tuple:
+    """(lines_of, changes) for review_paths.blame(): the lines of the allocation call whose
+    first line is (path, line), and what the series did to its flags."""
+    at = {(s.path, s.line): s for s in after_scan.sites}
+
+    def lines_of(path: str, line: int) -> range:
+        site = at.get((path, line))
+        return range(line, max(line, site.end_line if site is not None else line) + 1)
+
+    def changes(path: str, line: int) -> list:
+        site = at.get((path, line))
+        key = (site.path, site.function, site.queue) if site is not None else None
+        old, new = before.get(key), after.get(key)
+        if old is None or new is None:
+            return []
+        return _flag_changes(old.path_flags, new.path_flags)
+    return lines_of, changes
+
+
+def _flag_changes(old: frozenset, new: frozenset) -> list:
+    """'drops WQ_UNBOUND', 'adds WQ_PERCPU': what the series did to a queue's flags."""
+    return [f"drops {name}" for name in sorted(old - new)] + [f"adds {name}" for name in sorted(new - old)]
 
 
 def _what_changed(finding, before: dict, after: dict, catalogue, version) -> str:
@@ -466,8 +515,7 @@ def _what_changed(finding, before: dict, after: dict, catalogue, version) -> str
     old, new = before.get(key), after.get(key)
     if old is None or new is None:
         return ""
-    changes = [f"drops {name}" for name in sorted(old.flags - new.flags)]
-    changes += [f"adds {name}" for name in sorted(new.flags - old.flags)]
+    changes = _flag_changes(old.flags, new.flags)
     if old.max_active != new.max_active or (not changes and old.max_active_text != new.max_active_text):
         changes.append("changes max_active")
     if not changes:

@@ -33,10 +33,14 @@ class FlagInfo:
 JUDGED = ("WQ_UNBOUND", "WQ_PERCPU", "WQ_BH", "WQ_SYSFS", "__WQ_ORDERED", "__WQ_LEGACY")
 
 
-def always_set(flags: Value, bits: FlagBits) -> frozenset:
-    """The JUDGED flags set in every value the flags can have (empty when unknown)."""
+# The flags the rules about a work's path to a wait read of the allocations on the path.
+PATH_JUDGED = ("WQ_MEM_RECLAIM", "__WQ_LEGACY")
+
+
+def always_set(flags: Value, bits: FlagBits, names: tuple = JUDGED) -> frozenset:
+    """The flags of names (JUDGED) set in every value the flags can have (empty when unknown)."""
     values, _complete = evaluate(flags, 1)
-    return frozenset(name for name in JUDGED
+    return frozenset(name for name in names
                      if values and bits.bit(name) and all(v & bits.bit(name) for v in values))
 
 

@@ -1,7 +1,7 @@
 """What the checks share: building a Finding from a site and a catalogue rule."""
 from __future__ import annotations
 
-from wqlint.checks._flags import always_set
+from wqlint.checks._flags import PATH_JUDGED, always_set
 from wqlint.checks.context import CheckContext
 from wqlint.finding import NO_HINTS, Finding, Hints, Step
 from wqlint.scan.site import Flow, QueueUse, SelfWait, Site
@@ -80,3 +80,10 @@ def judged_flags(flags, bits) -> frozenset:
     """The flags the rules of an allocation judge that every value of flags has: what a review
     says a patch added to or dropped from a queue."""
     return always_set(flags, bits)
+
+
+def path_flags(flags, bits) -> frozenset:
+    """The flags the rules about a work's path judge of an allocation on it (WQ_MEM_RECLAIM,
+    __WQ_LEGACY) that every value of flags has: what a review says a patch added to or
+    dropped from a queue of the path."""
+    return always_set(flags, bits, PATH_JUDGED)

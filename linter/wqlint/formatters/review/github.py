@@ -5,19 +5,22 @@ accepts review comments only on lines of the diff, so pre-existing findings are 
 """
 from __future__ import annotations
 
+from wqlint import review_paths as paths
 from wqlint.formatters import jsondoc
 from wqlint.formatters.review.mail import flag_steps, sentence
 
 
 def _body(comment) -> str:
-    f = comment.finding
+    f = paths.shown(comment.finding, comment.chain)
     parts = [sentence(comment.what)] if comment.what else []
     parts.append(f"**wqlint {f.severity}** (`{f.rule_id}`): {f.message}")
     if not comment.in_call:
-        parts.append(f"This line reaches the workqueue allocated at `{f.path}:{f.line}`.")
+        parts.append(f"This line is a step of the path to the wait at `{f.path}:{f.line}`." if comment.chain
+                     else f"This line reaches the workqueue allocated at `{f.path}:{f.line}`.")
     if f.chain:
         steps = "\n".join(f"{s.path}:{s.line}: {s.note}" for s in f.chain)
-        parts.append("How the value gets there:\n```\n" + steps + "\n```")
+        heading = "The path, step by step" if comment.chain else "How the value gets there"
+        parts.append(f"{heading}:\n```\n" + steps + "\n```")
     flags = flag_steps(comment)
     if flags:
         parts.append("The flags:\n```\n" + "\n".join(f"{s.path}:{s.line}: {s.note}" for s in flags) + "\n```")

@@ -4,7 +4,8 @@ line and fingerprint it belongs to, and (with --all) the findings that were ther
 Every finding is what `wqlint scan --format json` writes (with "stable_fingerprint", which
 survives a rebase, a v2 and a moved function: what --reported reads), and:
 "introduced" {"patch", "message_id", "subject", "path", "line", "what"} for the findings
-the series introduces, "state" introduced | pre-existing | new-elsewhere | fixed.
+the series introduces (and "chain", the path of the work it is blamed on, when that is not
+the finding's chain: another of its works), "state" introduced | pre-existing | new-elsewhere | fixed.
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def finding_dict(review, f, state: str, comment=None) -> dict:
         d["introduced"] = {"patch": patch.number, "message_id": patch.message_id,
                            "subject": patch.subject, "path": comment.path, "line": comment.line,
                            "what": comment.what}
+        if comment.chain and comment.chain != f.chain:  # the path of another work than the first
+            d["introduced"]["chain"] = [s.to_dict() for s in comment.chain]
     return d
 
 

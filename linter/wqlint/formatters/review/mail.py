@@ -12,7 +12,7 @@ import re
 import textwrap
 from itertools import groupby
 
-from wqlint import kversion
+from wqlint import kversion, review_paths as paths
 from wqlint.finding import printable
 from wqlint.mail import format_address
 
@@ -65,18 +65,21 @@ def _places(findings) -> str:
 
 
 def _comment(c, others=()) -> list:
-    f = c.finding.shown()
+    f = paths.shown(c.finding, c.chain).shown()
     out = [""]
     if c.what:
         out += _wrap(sentence(printable(c.what))) + [""]
     if others:
         out += _wrap(f"This line reaches {len(others) + 1} workqueues, allocated at "
                      f"{_places([f] + [o.finding.shown() for o in others])}:")
+    elif not c.in_call and c.chain:
+        out += _wrap(f"This line is a step of the path to the wait at {f.path}:{f.line}:")
     elif not c.in_call:
         out += _wrap(f"This line reaches the workqueue allocated at {f.path}:{f.line}:")
     out += _wrap(f"{f.severity}: {f.message} [{f.rule_id}]")
     if f.chain:
-        out += ["", f"Resolution chain{f' (of {f.path}:{f.line})' if others else ''}:"]
+        heading = "The path, step by step" if c.chain else "Resolution chain"
+        out += ["", f"{heading}{f' (of {f.path}:{f.line})' if others else ''}:"]
         for step in f.chain:
             out += _wrap(f"{step.path}:{step.line}: {step.note}", "  ", "      ")
     flags = flag_steps(c)

@@ -5,6 +5,7 @@ it; its call site and chain are related locations.
 """
 from __future__ import annotations
 
+from wqlint import review_paths as paths
 from wqlint.formatters import jsondoc
 from wqlint.formatters.review.mail import sentence
 
@@ -22,6 +23,8 @@ def _location(path, line, col=None, end_col=None) -> dict:
 
 
 def _diagnostic(f, at=None) -> dict:
+    if at is not None:
+        f = paths.shown(f, at.chain)  # the path of the work it is blamed on
     message = f.message + (f"\nFix: {f.migration}" if f.migration else "")
     if at is not None and at.what:
         message = sentence(at.what) + "\n" + message

@@ -1,0 +1,194 @@
+"""`wqlint review` of patches that open a work's path to a wait (reclaim-flush-dependency,
+self-flush-deadlock): a patch that adds a step anywhere on the path, the wait, or a flag of
+an allocation on it introduces the finding, shown with the whole path of the work blamed and
+what the line did (rules.yaml `introduced-by`); a patch that touches no step is not blamed.
+
+The tree is fixtures/review/paths/ (drivers/pa/pa.c: works on WQ_MEM_RECLAIM queues and
+flushes none of them reaches, but for pb_event_fn(), which reaches the flush of pb-aux).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from helpers import run
+from patchrepo import Repo
+
+TREE = FIXTURES / "review" / "paths"
+PA = "drivers/pa/pa.c"
+RECLAIM = ("warning: work on a WQ_MEM_RECLAIM queue waits for a queue without WQ_MEM_RECLAIM: "
+           "check_flush_dependency() warns, and under memory pressure the rescuer can wait forever")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return Repo(tmp_path / "repo", TREE)
+
+
+def review(repo, tmp_path, subject, *args):
+    repo.commit(subject)
+    (patch,) = repo.format_patch(tmp_path / "out", "paths")
+    return run("review", patch, "--tree", TREE, "-j", "1", *args)
+
+
+def comment(result) -> tuple:
+    """(the finding's first line, the steps of the path shown, the lines after it)."""
+    assert result.exit_code == 1, result.stderr
+    lines = result.stdout.splitlines()
+    steps = [ln[4:] for ln in lines[1:] if ln.startswith("    drivers/")]
+    tail = [ln[4:] for ln in lines[1:] if ln.startswith("    ") and not ln.startswith(("    drivers/", "     "))]
+    return lines[0], steps, [t for t in tail if not t.startswith("fix: ")]
+
+
+def reset_path(*middle) -> list:
+    """pa_reset_fn()'s path on pa, with the calls given between the work and the wait, in
+    the tree after a patch that adds one line to pa_stop()."""
+    return ["drivers/pa/pa.c:61: alloc_workqueue() allocates pa (flags 'WQ_MEM_RECLAIM | WQ_UNBOUND') "
+            "with WQ_MEM_RECLAIM, without __WQ_LEGACY",
+            "drivers/pa/pa.c:69: queue_work() puts &pa->reset on pa->wq",
+            "drivers/pa/pa.c:66: INIT_WORK() binds &pa->reset to pa_reset_fn()",
+            "drivers/pa/pa.c:42: pa_reset_fn() calls pa_stop()", *middle]
+
+
+AUX = ("drivers/pa/pa.c:{}: alloc_workqueue() allocates pa-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, "
+       "kept in struct pa_dev.aux: one queue per struct pa_dev")
+
+
+def test_a_call_added_in_the_middle_of_a_path(repo, tmp_path):
+    repo.edit(PA, "\tpa->state = 0;\n", "\tpa->state = 0;\n\tpa_quiesce(pa);\n")
+    head, steps, tail = comment(review(repo, tmp_path, "pa: quiesce on stop"))
+    assert head.startswith(f"drivers/pa/pa.c:24:2: {RECLAIM} (pa_reset_fn() runs on pa (WQ_MEM_RECLAIM) and "
+                           "through 2 calls flush_workqueue(pa->aux) waits for pa-aux")
+    assert steps == reset_path("drivers/pa/pa.c:35: pa_stop() calls pa_quiesce()",
+                               "drivers/pa/pa.c:24: pa_quiesce() calls flush_workqueue()", AUX.format(63))
+    assert tail == ["introduced at drivers/pa/pa.c:35",
+                    "this patch adds a step to the path (pa_stop() calls pa_quiesce()): pa_reset_fn() on pa now "
+                    "reaches the wait, for a queue without WQ_MEM_RECLAIM"]
+
+
+def test_a_wait_added_in_a_function_the_work_reaches(repo, tmp_path):
+    repo.edit(PA, "\tpa->state = 0;\n", "\tpa->state = 0;\n\tflush_workqueue(pa->aux);\n")
+    head, steps, tail = comment(review(repo, tmp_path, "pa: flush the aux queue on stop"))
+    assert head.startswith(f"drivers/pa/pa.c:35:2: {RECLAIM} (pa_reset_fn() runs on pa (WQ_MEM_RECLAIM) and "
+                           "through 1 call flush_workqueue(pa->aux)")
+    assert steps == reset_path("drivers/pa/pa.c:35: pa_stop() calls flush_workqueue()", AUX.format(63))
+    assert tail == ["introduced at drivers/pa/pa.c:35",
+                    "this patch adds the wait: pa_reset_fn() on pa, a work on a WQ_MEM_RECLAIM queue, now waits "
+                    "for a queue without WQ_MEM_RECLAIM"]
+
+
+def test_dropping_reclaim_from_the_queue_waited_for(repo, tmp_path):
+    """Blamed on the allocation of the queue waited for, on the line of its call that changes
+    (the flags, below the called name)."""
+    repo.edit(PA, "\t\t\t\t    WQ_MEM_RECLAIM | WQ_UNBOUND, 0);", "\t\t\t\t    WQ_UNBOUND, 0);")
+    head, steps, tail = comment(review(repo, tmp_path, "pa: the spare queue needs no rescuer"))
+    assert head.startswith(f"drivers/pa/pa.c:29:2: {RECLAIM} (pa_scrub_fn() runs on pa (WQ_MEM_RECLAIM)")
+    assert steps == [
+        "drivers/pa/pa.c:60: alloc_workqueue() allocates pa (flags 'WQ_MEM_RECLAIM | WQ_UNBOUND') with "
+        "WQ_MEM_RECLAIM, without __WQ_LEGACY",
+        "drivers/pa/pa.c:70: queue_work() puts &pa->scrub on pa->wq",
+        "drivers/pa/pa.c:67: INIT_WORK() binds &pa->scrub to pa_scrub_fn()",
+        "drivers/pa/pa.c:55: pa_scrub_fn() calls pa_drain()",
+        "drivers/pa/pa.c:29: pa_drain() calls flush_workqueue()",
+        "drivers/pa/pa.c:63: alloc_workqueue() allocates pa-spare (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, "
+        "kept in struct pa_dev.spare: one queue per struct pa_dev"]
+    assert tail == ["introduced at drivers/pa/pa.c:64",
+                    "this patch drops WQ_MEM_RECLAIM: the queue waited for has no rescuer any more, and "
+                    "pa_scrub_fn() on pa, a work on a WQ_MEM_RECLAIM queue, waits for it"]
+
+
+def test_adding_reclaim_to_the_queue_the_work_runs_on(repo, tmp_path):
+    repo.edit(PA, '"pa-ev", WQ_UNBOUND', '"pa-ev", WQ_MEM_RECLAIM | WQ_UNBOUND')
+    head, steps, tail = comment(review(repo, tmp_path, "pa: events run in reclaim"))
+    assert head.startswith(f"drivers/pa/pa.c:24:2: {RECLAIM} (pa_event_fn() runs on pa-ev (WQ_MEM_RECLAIM)")
+    assert steps == [
+        "drivers/pa/pa.c:61: alloc_workqueue() allocates pa-ev (flags 'WQ_MEM_RECLAIM | WQ_UNBOUND') with "
+        "WQ_MEM_RECLAIM, without __WQ_LEGACY",
+        "drivers/pa/pa.c:69: queue_work() puts &pa->event on pa->evq",
+        "drivers/pa/pa.c:66: INIT_WORK() binds &pa->event to pa_event_fn()",
+        "drivers/pa/pa.c:48: pa_event_fn() calls pa_quiesce()",
+        "drivers/pa/pa.c:24: pa_quiesce() calls flush_workqueue()", AUX.format(62)]
+    assert tail == ["introduced at drivers/pa/pa.c:61",
+                    "this patch adds WQ_MEM_RECLAIM: pa_event_fn() on pa-ev now runs on a WQ_MEM_RECLAIM queue, "
+                    "and its path waits for a queue without WQ_MEM_RECLAIM"]
+
+
+def test_queueing_a_work_on_a_reclaim_queue(repo, tmp_path):
+    repo.edit(PA, "\tqueue_work(pa->evq, &pa->event);\n",
+              "\tqueue_work(pa->evq, &pa->event);\n\tqueue_work(pa->wq, &pa->event);\n")
+    head, steps, tail = comment(review(repo, tmp_path, "pa: run events on the reclaim queue too"))
+    assert head.startswith(f"drivers/pa/pa.c:24:2: {RECLAIM} (pa_event_fn() runs on pa (WQ_MEM_RECLAIM)")
+    assert steps[1:3] == ["drivers/pa/pa.c:70: queue_work() puts &pa->event on pa->wq",
+                          "drivers/pa/pa.c:66: INIT_WORK() binds &pa->event to pa_event_fn()"]
+    assert len(steps) == 6
+    assert tail == ["introduced at drivers/pa/pa.c:70",
+                    "this patch adds a step to the path (queue_work() puts &pa->event on pa->wq): pa_event_fn() "
+                    "on pa now reaches the wait, for a queue without WQ_MEM_RECLAIM"]
+
+
+PB_RESET = [
+    "drivers/pa/pa.c:108: alloc_workqueue() allocates pb (flags 'WQ_MEM_RECLAIM | WQ_UNBOUND') with WQ_MEM_RECLAIM, "
+    "without __WQ_LEGACY",
+    "drivers/pa/pa.c:113: queue_work() puts &pb->reset on pb->wq",
+    "drivers/pa/pa.c:111: INIT_WORK() binds &pb->reset to pb_reset_fn()",
+    "drivers/pa/pa.c:96: pb_reset_fn() calls pb_stop()",
+    "drivers/pa/pa.c:89: pb_stop() calls pb_quiesce()",
+    "drivers/pa/pa.c:83: pb_quiesce() calls flush_workqueue()",
+    "drivers/pa/pa.c:110: alloc_workqueue() allocates pb-aux (flags 'WQ_UNBOUND') without WQ_MEM_RECLAIM, kept in "
+    "struct pb_dev.aux: one queue per struct pb_dev"]
+PB_WHAT = ("this patch adds a path to the wait (pb_stop() calls pb_quiesce()): pb_reset_fn() on pb now reaches the "
+           "wait as well: one more work on a WQ_MEM_RECLAIM queue waits there for a queue without WQ_MEM_RECLAIM")
+
+
+def second_work(repo):
+    """pb_reset_fn() joins pb_event_fn() at the flush of pb-aux, with the longer path: the
+    finding, there before, shows pb_event_fn()'s path first."""
+    repo.edit(PA, "\tpb->state = 0;\n", "\tpb->state = 0;\n\tpb_quiesce(pb);\n")
+    return "pb: quiesce on stop"
+
+
+def test_a_second_work_brought_to_a_reported_wait(repo, tmp_path):
+    head, steps, tail = comment(review(repo, tmp_path, second_work(repo)))
+    assert head.startswith(f"drivers/pa/pa.c:83:2: {RECLAIM} (2 works on WQ_MEM_RECLAIM queues reach "
+                           "flush_workqueue(pb->aux), which waits for pb-aux, lacking WQ_MEM_RECLAIM: pb_event_fn() "
+                           "on pb-ev through 1 call; pb_reset_fn() on pb through 2 calls;")
+    assert steps == PB_RESET  # the path of the work blamed, not the first work's
+    assert tail == ["and 1 other work: pb_event_fn() on pb-ev", "introduced at drivers/pa/pa.c:89", PB_WHAT]
+
+
+def test_a_second_work_in_json_and_github(repo, tmp_path):
+    name = second_work(repo)
+    doc = json.loads(review(repo, tmp_path, name, "--format", "json").stdout)
+    (f,) = doc["findings"]
+    assert [w["work"] for w in f["works"]] == ["pb_event_fn() on pb-ev", "pb_reset_fn() on pb"]
+    introduced = f["introduced"]
+    assert (introduced["path"], introduced["line"], introduced["what"]) == (PA, 89, PB_WHAT)
+    assert [f"{s['path']}:{s['line']}: {s['note']}" for s in introduced["chain"]] == PB_RESET
+    (body,) = [c["body"] for c in json.loads(run("review", *sorted((tmp_path / "out").iterdir()), "--tree", TREE,
+                                                 "-j", "1", "--format", "github").stdout)["comments"]]
+    assert body.startswith("This patch adds a path to the wait (pb_stop() calls pb_quiesce()): ")
+    assert "This line is a step of the path to the wait at `drivers/pa/pa.c:83`." in body
+    assert "```\n" + "\n".join(PB_RESET) + "\n```" in body
+
+
+def test_a_call_added_in_the_middle_of_a_path_to_a_wait_for_itself(repo, tmp_path):
+    repo.edit(PA, "\tpa->state = 0;\n", "\tpa->state = 0;\n\tpa_sync(pa);\n")
+    head, steps, tail = comment(review(repo, tmp_path, "pa: sync on stop"))
+    assert head.startswith("drivers/pa/pa.c:19:2: error: work waits for itself: ")
+    assert steps == reset_path()[1:] + [
+        "drivers/pa/pa.c:35: pa_stop() calls pa_sync()", "drivers/pa/pa.c:19: pa_sync() calls flush_workqueue()"]
+    assert tail == ["introduced at drivers/pa/pa.c:35",
+                    "this patch adds a step to the path (pa_stop() calls pa_sync()): pa_reset_fn() now reaches a "
+                    "wait for itself, which never returns"]
+
+
+def test_a_patch_beside_a_path_is_not_blamed(repo, tmp_path):
+    """Lines next to the steps of a reported path (in its work function, its flushing
+    function), and a call that brings no work to a wait: nothing introduced."""
+    repo.edit(PA, "\tpb_quiesce(pb);\n", "\tpb->state = 1;\n\tpb_quiesce(pb);\n")
+    repo.edit(PA, "\tflush_workqueue(pb->aux);\n", "\tpb->state = 2;\n\tflush_workqueue(pb->aux);\n")
+    repo.edit(PA, "\tpa->state = 0;\n", "\tpa->state = 0;\n\tpa_drain(pa);\n")
+    result = review(repo, tmp_path, "pa, pb: keep the state")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
