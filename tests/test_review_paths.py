@@ -4,11 +4,13 @@ an allocation on it introduces the finding, shown with the whole path of the wor
 what the line did (rules.yaml `introduced-by`); a patch that touches no step is not blamed.
 
 The tree is fixtures/review/paths/ (drivers/pa/pa.c: works on WQ_MEM_RECLAIM queues and
-flushes none of them reaches, but for pb_event_fn(), which reaches the flush of pb-aux).
+flushes none of them reaches, but for pb_event_fn(), which reaches the flush of pb-aux;
+drivers/pa/fq.c: a flush of system_wq in a file that schedules no work yet).
 """
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -37,9 +39,9 @@ def comment(result) -> tuple:
     """(the finding's first line, the steps of the path shown, the lines after it)."""
     assert result.exit_code == 1, result.stderr
     lines = result.stdout.splitlines()
-    steps = [ln[4:] for ln in lines[1:] if ln.startswith("    drivers/")]
-    tail = [ln[4:] for ln in lines[1:] if ln.startswith("    ") and not ln.startswith(("    drivers/", "     "))]
-    return lines[0], steps, [t for t in tail if not t.startswith("fix: ")]
+    said = [ln[4:] for ln in lines[1:] if ln.startswith("    ") and not ln.startswith("     ")]  # (not the source)
+    steps = [s for s in said if re.match(r"\S+:\d+: ", s)]
+    return lines[0], steps, [s for s in said if s not in steps and not s.startswith("fix: ")]
 
 
 def reset_path(*middle) -> list:
@@ -171,6 +173,9 @@ def test_a_second_work_in_json_and_github(repo, tmp_path):
     assert body.startswith("This patch adds a path to the wait (pb_stop() calls pb_quiesce()): ")
     assert "This line is a step of the path to the wait at `drivers/pa/pa.c:83`." in body
     assert "```\n" + "\n".join(PB_RESET) + "\n```" in body
+    mail = run("review", *sorted((tmp_path / "out").iterdir()), "--tree", TREE, "-j", "1", "--format", "mail").stdout
+    shown = mail.split("The path, step by step:\n", 1)[1].split("\n\n", 1)[0]  # (wrapped, continued by 6 spaces)
+    assert shown.replace("\n      ", " ").splitlines() == ["  " + s for s in PB_RESET]
 
 
 def test_a_call_added_in_the_middle_of_a_path_to_a_wait_for_itself(repo, tmp_path):
@@ -185,10 +190,24 @@ def test_a_call_added_in_the_middle_of_a_path_to_a_wait_for_itself(repo, tmp_pat
 
 
 def test_a_patch_beside_a_path_is_not_blamed(repo, tmp_path):
-    """Lines next to the steps of a reported path (in its work function, its flushing
-    function), and a call that brings no work to a wait: nothing introduced."""
+    """A line next to a step of a reported path (in its work function), the wait of that path
+    rewritten (a finding that was there, reached by no work more), and a call that brings no
+    work to a wait: nothing introduced."""
     repo.edit(PA, "\tpb_quiesce(pb);\n", "\tpb->state = 1;\n\tpb_quiesce(pb);\n")
-    repo.edit(PA, "\tflush_workqueue(pb->aux);\n", "\tpb->state = 2;\n\tflush_workqueue(pb->aux);\n")
+    repo.edit(PA, "\tflush_workqueue(pb->aux);\n", "\tflush_workqueue(pb->aux);\t/* all of it */\n")
     repo.edit(PA, "\tpa->state = 0;\n", "\tpa->state = 0;\n\tpa_drain(pa);\n")
     result = review(repo, tmp_path, "pa, pb: keep the state")
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_work_scheduled_before_a_flush_of_system_wq(repo, tmp_path):
+    """flush-queue-mismatch: the flush was there, the work it misses is new."""
+    repo.edit("drivers/pa/fq.c", "\tfq->state = 1;\n", "\tfq->state = 1;\n\tschedule_work(&fq->work);\n")
+    head, steps, tail = comment(review(repo, tmp_path, "fq: start the work at once", "--kernel-version", "7.3"))
+    assert head.startswith("drivers/pa/fq.c:23:2: warning: flush of a queue the work it waits for is not queued on")
+    assert steps == ["drivers/pa/fq.c:23: flush_workqueue() on system_wq (argument 1)",
+                     "<wqlint>/include/linux/workqueue.h:57: schedule_work() uses system_percpu_wq",
+                     "drivers/pa/fq.c:18: schedule_work() queues fq->work here"]
+    assert tail == ["introduced at drivers/pa/fq.c:18",
+                    "this patch adds a step to the path (schedule_work() queues fq->work here): the flush of "
+                    "system_wq now comes after work the schedule helpers queue, which it does not wait for"]
