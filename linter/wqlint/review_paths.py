@@ -63,6 +63,8 @@ def blame(finding: Finding, added: dict, catalogue, lines_of: Callable, changes:
             continue
         places = [(finding.path, n, None) for n in call]
         places += [(s.path, n, s) for s in chain for n in lines_of(s.path, s.line)]
+        if before is not None:  # the wait was there: the path is new by another step
+            places = [p for p in places if not (p[0] == finding.path and p[1] in call)]
         for path, line, step in places:
             origin = added.get(path, {}).get(line)
             if origin is not None:
