@@ -41,8 +41,9 @@ LAYERS = (
     ("scan", ("wqlint.scan", "wqlint.scan.*")),
     ("checks", ("wqlint.checks", "wqlint.checks.*")),
     # the runs that put the scanner and the rules to work, and what they take in
-    ("drivers", ("wqlint.lint", "wqlint.review", "wqlint.intake", "wqlint.mail", "wqlint.inbox", "wqlint.b4review",
-                 "wqlint.cocci", "wqlint.patched", "wqlint.fix", "wqlint.fix.*", "wqlint.check.*")),
+    ("drivers", ("wqlint.lint", "wqlint.review", "wqlint.review_paths", "wqlint.intake", "wqlint.mail",
+                 "wqlint.inbox", "wqlint.b4review", "wqlint.cocci", "wqlint.patched", "wqlint.fix", "wqlint.fix.*",
+                 "wqlint.check.*")),
     ("formatters", ("wqlint.formatters", "wqlint.formatters.*")),
     # the command lines: `wqlint` (click) and `wqlint check` (Kbuild's checker)
     ("commands", ("wqlint.cli", "wqlint.cli_phases", "wqlint.entry", "wqlint.__main__", "wqlint.check")),
