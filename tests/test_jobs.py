@@ -24,12 +24,13 @@ RULES = Path(__file__).resolve().parent / "rules"
 
 def _tree(tmp_path: Path) -> Path:
     """Works waiting for themselves in three subsystems (three directories), and works
-    reaching flushes, in a tree of their own."""
+    reaching flushes in two, in a tree of their own."""
     root = tmp_path / "tree"
     for sub in ("drivers/a", "drivers/b", "fs/c"):
         (root / sub).mkdir(parents=True)
         shutil.copy(RULES / "self-flush-deadlock.c", root / sub / "self.c")
     shutil.copy(RULES / "reclaim-flush-dependency.c", root / "drivers/a" / "reclaim.c")
+    shutil.copy(RULES / "reclaim-flush-dependency.c", root / "fs/c" / "reclaim.c")
     return root
 
 
@@ -51,9 +52,12 @@ def test_four_jobs_report_what_one_does_byte_for_byte(tmp_path, monkeypatch):
     one = _json(root, 1, tmp_path)
     assert forks == []  # -j 1: no worker
     four = _json(root, 4, tmp_path)
-    assert forks == [2]  # a worker per subsystem with a wait, but the first, worked out in the scan itself
+    # A worker per subsystem with a reclaim queue, then per subsystem with a wait, but the
+    # first of each, worked out in the scan itself.
+    assert forks == [1, 2]
     assert one == four
     assert {f'"path": "{sub}/self.c"' in one for sub in ("drivers/a", "drivers/b", "fs/c")} == {True}
+    assert {f'"path": "{sub}/reclaim.c"' in one for sub in ("drivers/a", "fs/c")} == {True}
 
 
 def test_parts_are_balanced_and_the_same_for_the_same_weights():

@@ -432,6 +432,7 @@ class Calls:
                     return _PENDING
                 if d is not None and d != at and d not in plain[0] and d not in fan:
                     fan.append(d)
+        self._read_calls.pop(at, None)  # (its last reader)
         got = self._steps[at] = (tuple(wide), tuple(fan))
         return got
 

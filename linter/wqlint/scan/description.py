@@ -66,13 +66,13 @@ class Description:
     # -- asking ------------------------------------------------------------------------------
     def member_types(self, member: str) -> dict:
         """{struct type: (structs declaring member as a pointer to it)} of the tree's headers."""
-        self._load()
+        self.load()
         return {t.decode(): tuple(sorted(h.decode() for h in held))
                 for t, held in self._members.get(member.encode(), {}).items()}
 
     def field_type(self, struct: str, member: str) -> Optional[str]:
         """The struct type that member of struct points to, as the tree's headers declare it."""
-        self._load()
+        self.load()
         for t, holders in self._members.get(member.encode(), {}).items():
             if struct.encode() in holders:
                 return t.decode()
@@ -83,7 +83,7 @@ class Description:
         the tree's struct variables, by path and line ('' for a type not read)."""
         got = self._by_member.get(member)
         if got is None:
-            self._load()
+            self.load()
             assert self._inits is not None
             got = {}
             for ttype, recs in self._inits.get(member.encode(), {}).items():
@@ -100,7 +100,7 @@ class Description:
         key = frozenset(files)
         got = self._types_in.get(key)
         if got is None:
-            self._load()
+            self.load()
             if len(self._types_in) > 4096:
                 self._types_in.clear()
             got = self._types_in[key] = frozenset(t for rel in files for t in self._types.get(rel, ()))
@@ -109,7 +109,7 @@ class Description:
     def exported(self, name: str) -> list:
         """[(rel, line, offset)] of the lines of the tree's .c files that may start the
         definition of function name not declared static there, by path and line."""
-        self._load()
+        self.load()
         got = self._exported.get(name.encode())
         if got is None:
             return []
@@ -120,7 +120,8 @@ class Description:
         return sorted(out)
 
     # -- reading -----------------------------------------------------------------------------
-    def _load(self) -> None:
+    def load(self) -> None:
+        """Read the tree (once): what a worker forked after it shares."""
         if self._inits is None:
             self._read_tree()
 

@@ -142,12 +142,16 @@ class Engine:
         enabled = gc.isenabled()
         gc.freeze()
         gc.disable()
-        try:
+        def rounds(want) -> list:
+            got: list = []
             for _ in range(MAX_ROUNDS):
                 misses = self.index.misses
-                flows = model.flows(wanted)
+                got = model.flows(want)
                 if self.index.misses == misses or not self.index.fetch_pending():
                     break
+            return got
+        try:
+            flows = shares.flows(self.index, model, wanted, self.options.jobs, rounds)
         finally:
             if enabled:
                 gc.enable()

@@ -1,16 +1,16 @@
-"""The waits of works for themselves (scan.selfwait) found on every core: each worker a
-process forked once the work model is built (wqlint.tools.forked: it sees the tree's index
-and the model as they are, copy-on-write), given the waits of some subsystems, by their
+"""The flows of works to flushes (scan.work) and the waits of works for themselves
+(scan.selfwait) found on every core: each worker a process forked once the work model is
+built (wqlint.tools.forked: it sees the tree's index and the model as they are,
+copy-on-write), given the allocation sites, or the waits, of some subsystems, by their
 directory.
 
-A wait's answer is its own: the same in a worker as in one process (a test compares the
-whole trees' reports of -j 1 and -j 4). The parts are made from the weights alone, so the
-same scan splits the same way; a worker's searches of the tree (the index's rounds) are its
-own, and the files it read are told to the parent (scan.store keeps what a scan read).
-
-The flows of works to flushes (scan.work) are not split: the functions a work reaches are
-kept with the depth left at their first visit, so a work's flows may follow from the works
-looked at before it (a split run of linux-source-6.12 found a flow the one process does not).
+A flow's or a wait's answer is its own: the same in a worker as in one process (a test
+compares the whole trees' reports of -j 1 and -j 4). The parts are made from the weights
+alone, so the same scan splits the same way; a worker's searches of the tree (the index's
+rounds) are its own, and the files it read are told to the parent (scan.store keeps what a
+scan read). What every worker reads the same (the tree's description of its tables and
+functions) is read once, before they start. The cost is in CPU: a subsystem that the works
+of two parts reach is searched in both.
 """
 from __future__ import annotations
 
@@ -44,6 +44,24 @@ def self_waits(index, model: WorkModel, wanted, jobs: int) -> list:
         return selfwait.self_waits(index, model, wanted)
     # A wait is its own file's, one of a part: in the order scan.selfwait gives them.
     return sorted((w for part in got for w in part), key=lambda w: (w.path, w.line, w.col, w.function))
+
+
+def flows(index, model: WorkModel, wanted, jobs: int, rounds: Callable[[Callable], list]) -> list:
+    """rounds(wanted): the flows of the allocation sites wanted; with jobs > 1, those of the
+    sites of each subsystem (the site's directory) in one of jobs worker processes, given
+    back in the order of the model's sites, as one process finds them."""
+    weights: dict = {}
+    for site in model.sites:
+        if wanted(site):
+            weights[directory(site.path)] = weights.get(directory(site.path), 0) + 1
+    if jobs > 1 and len(weights) > 1:
+        model.calls.ops.load()  # read once, before the workers start, rather than in each
+    got = split(index, jobs, weights, lambda part: rounds(lambda site: directory(site.path) in part and wanted(site)),
+                shared=model.sites)
+    if got is None:
+        return rounds(wanted)
+    order = {id(site): n for n, site in enumerate(model.sites)}
+    return sorted((f for part in got for f in part), key=lambda f: order[id(f.site)])
 
 
 def directory(rel: str) -> str:
