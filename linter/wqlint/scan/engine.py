@@ -28,7 +28,7 @@ from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
 from wqlint.scan.assumed import unblocked
-from wqlint.scan import shares
+from wqlint.scan import parser, shares
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
@@ -297,6 +297,7 @@ class Engine:
         report.grep_rounds = self.index.grep_rounds
         if self.options.keep_suppressed:
             report.suppressed = suppressions(sites + got.uses, judge, context, self.index)
+        parser.forget()  # (the trees' matches: the next scan's are its own)
         return ScanResult(report, sites, context, searched_all=not self.index.errors)
 
     def _scan_key(self):

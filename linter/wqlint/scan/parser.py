@@ -50,7 +50,14 @@ def query(name: str) -> tree_sitter.Query:
         return lang.query(text)
 
 
-_MATCHES: dict = {}
+_MATCHES: dict = {}  # (query, node) -> matches(): for one scan's trees (forget())
+
+
+def forget() -> None:
+    """Drop what matches() keeps: the nodes it holds keep their whole trees alive, so a
+    process that scans again (a review's two scans, a program using wqlint) would hold every
+    tree it ever parsed. Safe at any time: what is asked again is worked out again."""
+    _MATCHES.clear()
 
 
 def matches(name: str, node: tree_sitter.Node) -> list:
