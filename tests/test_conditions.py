@@ -1,7 +1,7 @@
 """The conditions guarding each call of a between-call chain (scan.conditions), shown in its
 step's note: an if and its else, the loops, a loop macro's block, a switch's cases, an error
-path after a label only gotos reach; a call with none shows nothing more
-(tests/fixtures/guards)."""
+path after a label only gotos reach, an early exit before it, a preprocessor conditional; a
+call with none shows nothing more (tests/fixtures/guards)."""
 from __future__ import annotations
 
 import pytest
@@ -52,6 +52,31 @@ def test_each_call_and_flush_shows_its_guards(findings, line, call, flush):
     got = calls(findings, "gd.c", line, "reclaim-flush-dependency")
     assert [note for _, note in got] == [GD_FN + call, flush]
     assert got[1][0] == line
+
+
+EX_FN = "ex_fn() calls "
+
+
+@pytest.mark.parametrize("line,call,flush", [
+    (29, "ex_exit()", "ex_exit() calls flush_workqueue() (only if not (ex->n > 4); only if ex_ready(ex))"),
+    (43, "ex_skip()", "ex_skip() calls drain_workqueue() (only if not (i == ex->state); "
+                      "inside for (i = 0; i < ex->n; i++); only if not (ex->state == EX_DEAD))"),
+    (67, "ex_stay()", "ex_stay() calls flush_workqueue()"),  # no exit leaves the way to it
+    (72, "ex_stay()", "ex_stay() calls drain_workqueue()"),  # the return before again: guards nothing
+    (83, "ex_config()", "ex_config() calls flush_workqueue() (only with CONFIG_EX_DEBUG)"),
+    (89, "ex_config()", "ex_config() calls drain_workqueue() (only without IS_ENABLED(CONFIG_EX_STATS))"),
+    (92, "ex_config()", "ex_config() calls flush_workqueue()"),  # after the #endif
+])
+def test_each_call_and_flush_shows_the_exits_before_it_and_its_preprocessor_branch(findings, line, call, flush):
+    got = calls(findings, "ex.c", line, "reclaim-flush-dependency")
+    assert [note for _, note in got] == [EX_FN + call, flush]
+    assert got[1][0] == line
+
+
+def test_the_wait_of_a_work_for_itself_shows_the_exit_before_it(findings):
+    assert calls(findings, "ex.c", 113, "self-flush-deadlock", first=2, last=0) == [
+        (113, "ex_self_fn() calls flush_workqueue() (only if ex->n)"),
+    ]
 
 
 def test_the_wait_of_a_work_for_itself_shows_its_guards(findings):
@@ -111,6 +136,54 @@ def test_an_unwinding_ladder_is_an_error_path_from_its_first_label_on():
     assert got["y"] == "y (only if q; on the error path after label err_a)"
 
 
+def test_an_exit_guards_what_comes_after_it_in_its_block_and_the_blocks_inside():
+    got = _shown("int f(void) { if (!a) return 0; g(); if (b) { h(); return 1; } while (c) {\n"
+                 " if (d) break; switch (s) { case 1: if (e) break; k(); } if (q) { continue; } m(); } }")
+    assert got["g"] == "g (only if a)" and got["h"] == "h (only if b; only if a)"
+    assert got["k"] == "k (only if not (e); in case 1; only if not (d))"
+    assert got["m"] == "m (only if not (q); only if not (d); inside while (c))"  # the nearest three
+
+
+@pytest.mark.parametrize("code", [
+    "int f(void) { if (a) return 0; else y(); x(); }",  # an else: not read
+    "int f(void) { if (a) { return 0; y(); } x(); }",  # the block does not end with the exit
+    "int f(void) { if (b) goto back; if (a) return 0; back: x(); }",  # a label before the call
+    "int f(void) { if (b) goto back; if (a) return 0; while (c) { back: x(); } }",
+    "int f(void) { again: if (a) goto again; x(); }",  # a goto back
+    "int f(void) { if (a) goto out; x(); out: return 0; }".replace("goto out", "goto nowhere"),
+    "int f(void) { if (a) goto in; while (c) { x(); in: y(); } }",  # into a loop
+    "void f(void) { while (b) { list_for_each_entry(p, h, n) if (a) break; x(); } }",
+    "void f(void) { while (b) { if (a) { list_for_each_entry(p, h, n) { break; } } x(); } }",
+    "void f(void) { if (a) break; x(); }",  # no loop to leave
+    "void f(void) { list_for_each_entry(p, h, n) if (a) return; x(); }",  # the exit of a loop
+])
+def test_near_misses_of_an_exit_guard_nothing(code):
+    assert _shown(code)["x"].startswith("x") and "only if" not in _shown(code)["x"]
+
+
+def test_the_same_exit_again_is_said_once():
+    got = _shown("int f(void) { if (ret) goto err; g(); if (ret) goto err; if (q) return 1; x(); err: return 0; }")
+    assert got["x"] == "x (only if not (q); only if not (ret))"
+
+
+def test_a_goto_forward_past_the_call_guards_it():
+    assert _shown("int f(void) { if (a) goto out; x(); out: return 0; }")["x"] == "x (only if not (a))"
+    assert _shown("int f(void) { while (b) { if (a) goto next; x(); next: ; } }")["x"] == \
+        "x (only if not (a); inside while (b))"
+
+
+def test_a_preprocessor_branch_says_its_condition_and_those_of_the_branches_before():
+    got = _shown("void f(void) {\n#ifndef A\n a();\n#elif defined(B) && C\n if (q) return;\n b();\n"
+                 "#elif !defined(D)\n d();\n#else\n e();\n#endif\n#if !IS_ENABLED(CONFIG_X)\n g();\n"
+                 "#else\n h();\n#endif\n k();\n}\n")
+    assert got["a"] == "a (only without A)"
+    assert got["b"] == "b (only if not (q); only with defined(B) && C, with A)"
+    assert got["d"] == "d (only without D, without (defined(B) && C), with A)"
+    assert got["e"] == "e (only with D, without (defined(B) && C), with A)"
+    assert got["g"] == "g (only without IS_ENABLED(CONFIG_X))" and got["h"] == "h (only with IS_ENABLED(CONFIG_X))"
+    assert got["k"] == "k" and got["IS_ENABLED"] == "IS_ENABLED"  # after #endif; a condition's own text
+
+
 @pytest.mark.parametrize("code", [
     "void f(void) { if (a) { x(); ",  # unbalanced
     "void f(void) { FOO(bar) if ( x(); } }",
@@ -119,6 +192,9 @@ def test_an_unwinding_ladder_is_an_error_path_from_its_first_label_on():
     "void f(void) { goto; lab: x(); }",
     "x();",
     "void f(void) { if (\xff\x00\n) x(); }",
+    "void f(void) {\n#if\n x();\n#else\n#endif\n}",
+    "void f(void) { if (a) goto; x(); }",
+    "void f(void) {\n#ifdef A\n if (a) {\n#else\n if (b) {\n#endif\n return; } x(); }",
 ])
 def test_odd_text_never_breaks_the_reading(code):
     assert _shown(code).get("x", "x").startswith("x")

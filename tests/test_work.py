@@ -390,7 +390,7 @@ def test_a_call_through_a_table_of_functions_is_followed_by_the_tables_type(tmp_
         ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_flush_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
             ("drivers/tgt/io.c", 22, "tgt_flush_fn() calls vfs_fsync()"),
             ("fs/sync.c", 9, "vfs_fsync() calls afs_fsync() through file_operations.fsync = afs_fsync "
-                             "(fs/afs/file.c:21)"),
+                             "(fs/afs/file.c:21) (only if file->f_op->fsync)"),
             ("fs/afs/file.c", 16, "afs_fsync() calls flush_workqueue()")]),
         ("fs/afs/file.c", 16, "WQ_MEM_RECLAIM tgt-wq:tgt_sync_fn is flushing !WQ_MEM_RECLAIM afs_commit:0x0", [
             ("drivers/tgt/io.c", 29, "tgt_sync_fn() calls tgt_file_sync()"),

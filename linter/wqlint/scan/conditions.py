@@ -11,7 +11,17 @@ Read from the call's tree, nearest first, at most MAX_GUARDS of them:
 - an error path: "on the error path after label err_x", when the call follows the label in
   its block and the way there is only by goto: the statement before the first label of that
   stretch returns or jumps away (no falling in), and every goto to its labels comes before
-  them (a goto back is a loop, not an unwinding).
+  them (a goto back is a loop, not an unwinding);
+- an early exit before it, in its block or a block around it: `if (COND) return ...;`, a goto
+  to a label after the call, a break or continue (or a block whose last statement is one of
+  these), so the call runs only when COND was false: "only if not (COND)" ("only if X" for
+  `!X`). Not an `if` with an else, nor one in a block around no call, nor one before a label
+  that comes before the call (a goto there passes it by), nor a break or continue that is the
+  whole body of a loop macro (`list_for_each_entry(...) if (x) break;`: it leaves the macro's
+  loop, not the call's);
+- a preprocessor conditional in the body: "only with CONFIG_X" in `#ifdef CONFIG_X` or
+  `#if IS_ENABLED(CONFIG_X)`, "only without CONFIG_X" in `#ifndef` or an `#else`, with the
+  branches before for an `#elif` ("only with B, without A").
 A call in a condition itself (`if (f())`, `while (f())`) is guarded by nothing there. A
 condition is shown as written, comments dropped, white space collapsed, cut at MAX_WIDTH.
 """
@@ -26,7 +36,12 @@ MAX_GUARDS = 3  # the nearest guards shown
 MAX_WIDTH = 60  # characters of one condition
 MAX_UP = 200  # nodes walked up from the call (a deeply nested expression is not read to its top)
 _COMMENT_RE = re.compile(r"/\*.*?(\*/|$)|//[^\n]*", re.S)
+_PLAIN_RE = re.compile(r"\w+(\([\w, ]*\))?$")  # a name, or a macro of names: shown negated without parentheses
 _LOOPS = ("while_statement", "for_statement", "do_statement")
+_PREPROC_IFS = ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef")
+_PREPROC = _PREPROC_IFS + ("preproc_else",)
+# What holds statements one after the other: where an exit before a statement guards it.
+_STATEMENT_LISTS = ("compound_statement", "case_statement") + _PREPROC
 
 
 def with_guards(note: str, node) -> str:
@@ -40,6 +55,7 @@ def guards_of(node) -> list:
     """The texts of the conditions around node, nearest first (the module's docstring)."""
     out: list = []
     labelled = False
+    fence = None
     cur = node
     for _ in range(MAX_UP):
         parent = cur.parent if cur is not None else None
@@ -67,7 +83,16 @@ def guards_of(node) -> list:
                 label = _error_label(parent, cur)
                 labelled = bool(label)
                 got = f"on the error path after label {label}" if label else ""
-        if got:
+        elif kind in _PREPROC:
+            got = _preproc(parent, cur)
+        if kind in _STATEMENT_LISTS and cur != parent.child_by_field_name("alternative"):
+            for start, exit_guard in _exits(parent, cur, node):
+                fence = _fence(node) if fence is None else fence
+                if start < fence or len(out) >= MAX_GUARDS:
+                    break
+                if exit_guard not in out:  # `if (ret) goto err_x;` again and again: said once
+                    out.append(exit_guard)
+        if got and len(out) < MAX_GUARDS:
             out.append(got)
         cur = parent
     return out
@@ -132,16 +157,8 @@ def _macro_loop(block, cur) -> str:
     head, member) { ... }`, which tree-sitter reads as a call missing its ';' before a block)."""
     if block.parent is None or block.parent.type == "function_definition":
         return ""
-    prev = block.prev_named_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_named_sibling
-    if prev is None or prev.type != "expression_statement" or not prev.children:
-        return ""
-    last = prev.children[-1]
-    call = prev.named_children[0] if prev.named_children else None
-    if not (last.type == ";" and last.is_missing) or call is None or call.type != "call_expression":
-        return ""
-    return "inside " + _clean(parser.text(call))
+    head = _before(block)
+    return "inside " + _clean(parser.text(head.named_children[0])) if _loop_head(head) else ""
 
 
 def _error_label(block, cur) -> str:
@@ -203,3 +220,125 @@ def _function_of(node):
     while node.parent is not None and node.type != "function_definition":
         node = node.parent
     return node
+
+
+def _exits(block, cur, call):
+    """(start, "only if not (COND)") of each early exit before cur in block, nearest first
+    (the module's docstring); the caller stops at a label between one and the call."""
+    stmts = [c for c in block.named_children if c.type != "comment"]
+    if cur not in stmts:
+        return
+    for i in range(stmts.index(cur) - 1, -1, -1):
+        stmt = stmts[i]
+        inner = stmt
+        while inner is not None and inner.type == "labeled_statement":
+            inner = _labelled(inner)  # a label before the exit: a goto to it passes the exit too
+        # (has_error: text tree-sitter mended, a loop macro's head missing its ';' too)
+        if inner is None or inner.type != "if_statement" or inner.has_error \
+                or inner.child_by_field_name("alternative") is not None \
+                or (i > 0 and _loop_head(stmts[i - 1])):
+            continue
+        if _leaves(inner.child_by_field_name("consequence"), inner, call):
+            yield stmt.start_byte, "only if " + _negated(inner.child_by_field_name("condition"))
+
+
+def _leaves(branch, head, call) -> bool:
+    """Does branch (of the if head) end by leaving the way to call: a return, a goto to a
+    label after call, a break or a continue?"""
+    while branch is not None and branch.type == "compound_statement":
+        inner = [c for c in branch.named_children if c.type != "comment"]
+        branch = inner[-1] if inner else None
+    if branch is None:
+        return False
+    if branch.type == "return_statement":
+        return True
+    if branch.type in ("break_statement", "continue_statement"):
+        return _in_loop(head, branch.type == "break_statement")
+    if branch.type == "goto_statement" and branch.named_children:
+        return _forward(head, parser.text(branch.named_children[0]), call)
+    return False
+
+
+def _loop_head(stmt) -> bool:
+    """Is stmt a loop macro's head (`list_for_each_entry(...)`, a call missing its ';'), so
+    that the statement after it is its body?"""
+    return stmt is not None and stmt.type == "expression_statement" and bool(stmt.children) \
+        and stmt.children[-1].type == ";" and stmt.children[-1].is_missing \
+        and bool(stmt.named_children) and stmt.named_children[0].type == "call_expression"
+
+
+def _in_loop(node, or_switch: bool) -> bool:
+    """Is node inside a loop (a loop macro's block too), or a switch when or_switch, of its
+    function: what a continue, or a break, leaves?"""
+    cur = node
+    while cur.parent is not None and cur.type != "function_definition":
+        cur = cur.parent
+        if cur.type in _LOOPS or (or_switch and cur.type == "switch_statement") \
+                or (cur.type == "compound_statement" and _loop_head(_before(cur))):
+            return True
+    return False
+
+
+def _before(node):
+    """The named sibling before node, comments skipped."""
+    prev = node.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    return prev
+
+
+def _forward(head, name: str, call) -> bool:
+    """Does a goto name in the if head jump past call: to a label after it, in a block around
+    head (so not into a loop the way back could reach call from)?"""
+    for stmt in parser.of_kind(_function_of(head), "labeled_statement"):
+        if name not in _labels(stmt):
+            continue
+        while stmt.parent is not None and stmt.parent.type == "labeled_statement":
+            stmt = stmt.parent
+        around = head
+        while around is not None and around != stmt.parent:
+            around = around.parent
+        return stmt.start_byte >= call.end_byte and around is not None
+    return False
+
+
+def _fence(call) -> int:
+    """Where the last label before call in its function starts (-1 when none): an exit
+    before it guards nothing, since a goto to the label passes it by."""
+    starts = [s.start_byte for s in parser.of_kind(_function_of(call), "labeled_statement")
+              if s.start_byte < call.start_byte]
+    return max(starts, default=-1)
+
+
+def _preproc(branch, cur) -> str:
+    """"only with X, without Y" for cur in a branch of a #if, #ifdef, #elif or #else: the
+    branch's own condition, then the branches before it in their chain, negated."""
+    if cur.type == "comment" or cur.type in _PREPROC or any(
+            cur == branch.child_by_field_name(f) for f in ("condition", "name")):
+        return ""
+    conds = [_directive(branch)] if branch.type != "preproc_else" else []
+    link = branch
+    while link.type in ("preproc_elif", "preproc_elifdef", "preproc_else") \
+            and link.parent is not None and link.parent.type in _PREPROC_IFS:
+        link = link.parent
+        text, positive = _directive(link)
+        conds.append((text, not positive))
+    shown = ", ".join("with " + text if positive else "without " + (text if _PLAIN_RE.match(text) else f"({text})")
+                      for text, positive in conds)
+    return "only " + shown if shown else ""
+
+
+def _directive(node) -> tuple:
+    """(text, positive) of a #if, #ifdef, #elif: `#ifndef X` and `#if !defined(X)` are
+    (X, False), `#if IS_ENABLED(X)` (IS_ENABLED(X), True)."""
+    first = node.children[0].type if node.children else ""
+    if node.type in ("preproc_ifdef", "preproc_elifdef"):
+        return _clean(parser.text(node.child_by_field_name("name"))), first not in ("#ifndef", "#elifndef")
+    cond, positive = _unwrapped(node.child_by_field_name("condition")), True
+    while cond is not None and cond.type == "unary_expression" \
+            and parser.text(cond.child_by_field_name("operator")) == "!":
+        cond, positive = _unwrapped(cond.child_by_field_name("argument")), not positive
+    if cond is not None and cond.type == "preproc_defined":
+        names = [c for c in cond.named_children if c.type == "identifier"]
+        cond = names[0] if names else cond
+    return (_clean(parser.text(cond).replace("\\\n", " ")) if cond is not None else "?"), positive
