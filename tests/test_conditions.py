@@ -203,3 +203,11 @@ def test_odd_text_never_breaks_the_reading(code):
 def _call(code: str):
     tree = parser.parse(code.encode())
     return next(n for n in parser.descendants(tree.root_node) if n.type == "call_expression")
+
+
+def test_an_exit_whose_test_is_set_again_before_the_call_is_not_its_guard(findings):
+    # `if (ret) goto out;` then `ret = ex_ready(ex); if (ret) flush...`: only the last test holds.
+    assert calls(findings, "ex.c", 138, "reclaim-flush-dependency", first=3) == [
+        (147, "ex_reset_fn() calls ex_reset()"),
+        (138, "ex_reset() calls flush_workqueue() (only if ret)"),
+    ]

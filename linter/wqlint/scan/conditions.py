@@ -18,7 +18,8 @@ Read from the call's tree, nearest first, at most MAX_GUARDS of them:
   `!X`). Not an `if` with an else, nor one in a block around no call, nor one before a label
   that comes before the call (a goto there passes it by), nor a break or continue that is the
   whole body of a loop macro (`list_for_each_entry(...) if (x) break;`: it leaves the macro's
-  loop, not the call's);
+  loop, not the call's), nor one whose test reads a name set between it and the call
+  (`if (ret) goto err;` ... `ret = f();`: it says nothing of the call);
 - a preprocessor conditional in the body: "only with CONFIG_X" in `#ifdef CONFIG_X` or
   `#if IS_ENABLED(CONFIG_X)`, "only without CONFIG_X" in `#ifndef` or an `#else`, with the
   branches before for an `#elif` ("only with B, without A").
@@ -38,6 +39,8 @@ MAX_UP = 200  # nodes walked up from the call (a deeply nested expression is not
 _COMMENT_RE = re.compile(r"/\*.*?(\*/|$)|//[^\n]*", re.S)
 _PLAIN_RE = re.compile(r"\w+(\([\w, ]*\))?$")  # a name, or a macro of names: shown negated without parentheses
 _LOOPS = ("while_statement", "for_statement", "do_statement")
+_NAME_RE = re.compile(r"\b([A-Za-z_]\w*)\b(?!\s*\()")  # a name read, not called
+_SET = rb"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|\b\s*(?:\+\+|--)"  # after a name: it is set there
 _PREPROC_IFS = ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef")
 _PREPROC = _PREPROC_IFS + ("preproc_else",)
 # What holds statements one after the other: where an exit before a statement guards it.
@@ -238,8 +241,26 @@ def _exits(block, cur, call):
                 or inner.child_by_field_name("alternative") is not None \
                 or (i > 0 and _loop_head(stmts[i - 1])):
             continue
-        if _leaves(inner.child_by_field_name("consequence"), inner, call):
-            yield stmt.start_byte, "only if " + _negated(inner.child_by_field_name("condition"))
+        cond = inner.child_by_field_name("condition")
+        if _leaves(inner.child_by_field_name("consequence"), inner, call) and not _changed(cond, inner, call):
+            yield stmt.start_byte, "only if " + _negated(cond)
+
+
+def _changed(cond, head, call) -> bool:
+    """May a name cond reads be set between the if head and call (`ret = f();`, `i++`,
+    `g(&x)`)? Then what cond said no longer holds at the call: `if (ret) goto err;` before
+    `ret = h(); if (ret) ... call` says nothing of the call."""
+    names = {m.group(1) for m in _NAME_RE.finditer(parser.text(cond))}
+    if not names:
+        return False
+    top = _function_of(call)
+    between = top.text[head.end_byte - top.start_byte:max(call.start_byte - top.start_byte, 0)]
+    for n in names:
+        name = re.escape(n.encode())
+        if re.search(rb"\b" + name + rb"(?:" + _SET + rb")", between) \
+                or re.search(rb"(?:\+\+|--|&)\s*" + name + rb"\b(?!\s*(?:->|\.))", between):
+            return True
+    return False
 
 
 def _leaves(branch, head, call) -> bool:
