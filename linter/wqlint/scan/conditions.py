@@ -32,6 +32,7 @@ import re
 
 from wqlint.scan import parser
 from wqlint.scan.ctext import short
+from wqlint.scan.scope import step_of
 
 MAX_GUARDS = 3  # the nearest guards shown
 MAX_WIDTH = 60  # characters of one condition
@@ -52,6 +53,11 @@ def with_guards(note: str, node) -> str:
     if x; inside while (y))"; note itself when nothing guards it."""
     got = guards_of(node)
     return f"{note} ({'; '.join(got)})" if got else note
+
+
+def guarded_step(scope, call, note: str):
+    """The Step of call's line in scope, its note with_guards()."""
+    return step_of(scope, call, with_guards(note, call))
 
 
 def guards_of(node) -> list:
@@ -255,12 +261,9 @@ def _changed(cond, head, call) -> bool:
         return False
     top = _function_of(call)
     between = top.text[head.end_byte - top.start_byte:max(call.start_byte - top.start_byte, 0)]
-    for n in names:
-        name = re.escape(n.encode())
-        if re.search(rb"\b" + name + rb"(?:" + _SET + rb")", between) \
-                or re.search(rb"(?:\+\+|--|&)\s*" + name + rb"\b(?!\s*(?:->|\.))", between):
-            return True
-    return False
+    alt = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    return re.search(rb"\b(?:" + alt + rb")(?:" + _SET + rb")|(?:\+\+|--|&)\s*(?:" + alt
+                     + rb")\b(?!\s*(?:->|\.))", between) is not None
 
 
 def _leaves(branch, head, call) -> bool:
@@ -311,7 +314,7 @@ def _before(node):
 def _forward(head, name: str, call) -> bool:
     """Does a goto name in the if head jump past call: to a label after it, in a block around
     head (so not into a loop the way back could reach call from)?"""
-    for stmt in parser.of_kind(_function_of(head), "labeled_statement"):
+    for stmt in _labelled_in(_function_of(head)):
         if name not in _labels(stmt):
             continue
         while stmt.parent is not None and stmt.parent.type == "labeled_statement":
@@ -326,9 +329,24 @@ def _forward(head, name: str, call) -> bool:
 def _fence(call) -> int:
     """Where the last label before call in its function starts (-1 when none): an exit
     before it guards nothing, since a goto to the label passes it by."""
-    starts = [s.start_byte for s in parser.of_kind(_function_of(call), "labeled_statement")
-              if s.start_byte < call.start_byte]
+    starts = [s.start_byte for s in _labelled_in(_function_of(call)) if s.start_byte < call.start_byte]
     return max(starts, default=-1)
+
+
+_LABELLED: dict = {}  # a function's node -> _labelled_in(): the functions of the last chains read
+MAX_LABELLED = 256
+
+
+def _labelled_in(top) -> list:
+    """The labeled_statements of a function, in the order of its text (read once for every
+    exit and call of the function a chain passes)."""
+    key = (top.id, top.start_byte, top.end_byte)
+    got = _LABELLED.get(key)
+    if got is None:
+        if len(_LABELLED) >= MAX_LABELLED:
+            _LABELLED.clear()
+        got = _LABELLED[key] = parser.of_kind(top, "labeled_statement")
+    return got
 
 
 def _preproc(branch, cur) -> str:

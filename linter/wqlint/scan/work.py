@@ -27,7 +27,7 @@ from wqlint.scan.steps import ALL_STEPS, exhausted
 from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
-from wqlint.scan.scope import Scope, scope_of, step_of
+from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.structs import struct_type_name
 from wqlint.scan.subtext import SubsystemText
 from wqlint.scan import conditions, guards
@@ -455,7 +455,6 @@ class WorkModel:
             if spec is None and (depth <= 1 or callee in _NOT_FOLLOWED or exhausted(budget)
                                  or self.calls.distance(callee, near, depth - 2, budget=left) > depth - 2):
                 continue
-            step = step_of(scope, call, conditions.with_guards(f"{name}() calls {callee}(){via}", call))
             if spec is not None:
                 if guards.fresh(spec, call, scope):
                     continue  # nothing was queued on it yet: the flush returns at once
@@ -463,9 +462,10 @@ class WorkModel:
                 param = _param_of(spec, call, scope)
                 target = param if param >= 0 else self.target(spec, call, scope)
                 if target is not None:
+                    step = conditions.guarded_step(scope, call, f"{name}() calls {callee}(){via}")
                     out.append(((), step, spec, target, call, scope, ()))
                 continue
-            inner = self.calls.function(callee, near)
+            inner, step = self.calls.function(callee, near), None  # (its step made for a flush it leads to)
             if inner is None or (inner.src.rel, callee) in stack or (inner.src.rel, callee) == ident:
                 continue
             for calls, flush, fspec, target, fcall, fscope, tables in self._flushes(inner, callee, depth - 1,
@@ -478,6 +478,7 @@ class WorkModel:
                     target = param if param >= 0 else self.target_of(fspec, self.key_of(args[target], scope), scope)
                     if target is None:
                         continue
+                step = step or conditions.guarded_step(scope, call, f"{name}() calls {callee}(){via}")
                 out.append(((step,) + calls, flush, fspec, target, fcall, fscope,
                             tables + ((table + (scope.src.rel,),) if table else ())))
             if sum(not r[6] for r in out) >= MAX_FLUSHES or len(out) >= 2 * MAX_FLUSHES:
