@@ -71,6 +71,8 @@ def defines(token: str, content: bytes) -> bool:
     """May this line define token (definition_regex for that name alone)?"""
     rx = _DEFINES.get(token)
     if rx is None:
+        if len(_DEFINES) > 4096:  # (the names of one tree: not kept without end by a process)
+            _DEFINES.clear()
         rx = _DEFINES[token] = re.compile(definition_regex([token], python=True).encode())
     return rx.search(content) is not None
 
