@@ -333,20 +333,10 @@ def _fence(call) -> int:
     return max(starts, default=-1)
 
 
-_LABELLED: dict = {}  # a function's node -> _labelled_in(): the functions of the last chains read
-MAX_LABELLED = 256
-
-
 def _labelled_in(top) -> list:
     """The labeled_statements of a function, in the order of its text (read once for every
     exit and call of the function a chain passes)."""
-    key = (top.id, top.start_byte, top.end_byte)
-    got = _LABELLED.get(key)
-    if got is None:
-        if len(_LABELLED) >= MAX_LABELLED:
-            _LABELLED.clear()
-        got = _LABELLED[key] = parser.of_kind(top, "labeled_statement")
-    return got
+    return parser.of_kind_kept(top, "labeled_statement")
 
 
 def _preproc(branch, cur) -> str:

@@ -50,7 +50,7 @@ def query(name: str) -> tree_sitter.Query:
         return lang.query(text)
 
 
-_MATCHES: dict = {}  # (query, node) -> matches(): for one scan's trees (forget())
+_MATCHES: dict = {}  # (query or kind, node) -> matches(), of_kind_kept(): for one scan's trees (forget())
 
 
 def forget() -> None:
@@ -102,6 +102,16 @@ def text(node) -> str:
 def of_kind(node, kind: str) -> list:
     """The nodes of a kind at or below node, in the order of the text."""
     return [n for n in descendants(node) if n.type == kind]
+
+
+def of_kind_kept(node, kind: str) -> list:
+    """of_kind(), kept with the matches until forget(): for a node read again and again (a
+    function whose every call a chain passes)."""
+    key = ("kind " + kind, node.id, node.start_byte, node.end_byte)
+    got = _MATCHES.get(key)
+    if got is None:
+        got = _MATCHES[key] = of_kind(node, kind)
+    return got
 
 
 def callee(call) -> str:
