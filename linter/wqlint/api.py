@@ -191,6 +191,10 @@ FLUSH_CALLS_BY_NAME = {c.name: c for c in FLUSH_CALLS}
 # 6.12 and 7.3): waiting for a work item being cancelled cannot need the rescuer.
 FROM_CANCEL = ("cancel_work_sync", "cancel_delayed_work_sync", "disable_work_sync",
                "disable_delayed_work_sync")
+# The calls that drop a work item's pending instance (include/linux/workqueue.h, kernel/
+# workqueue.c; disable_*() from v6.10), each given the item first: where the code makes one of
+# an item that a work elsewhere flushes, a cancel may stand for that flush.
+CANCELS = ("cancel_work", "cancel_delayed_work", "disable_work", "disable_delayed_work") + FROM_CANCEL
 # The calls that wait until a queue or a work item is idle (kernel/workqueue.c, the same in 6.1,
 # 6.12, 7.2 and 7.3; disable_*_sync() from v6.10): from the work itself, each waits for itself.
 # The queue's: __flush_workqueue() waits for every work queued before it (destroy_workqueue()

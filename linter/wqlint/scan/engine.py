@@ -28,6 +28,7 @@ from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
 from wqlint.scan.assumed import unblocked
+from wqlint.scan.cancels import Cancels
 from wqlint.scan import parser, shares
 from wqlint.scan.work import WorkModel
 
@@ -156,7 +157,7 @@ class Engine:
             if enabled:
                 gc.enable()
             gc.unfreeze()
-        return flows
+        return Cancels(model).with_cancels(flows)
 
     @timed("work model")
     def _self_waits(self, sites) -> list:

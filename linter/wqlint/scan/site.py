@@ -138,6 +138,16 @@ class Target:
     holders: tuple[Optional[Key], ...] = ()  # where each of sites keeps its queue (queue_key())
 
 
+@dataclass(frozen=True)
+class Cancel:
+    """A cancel of a flushed work item elsewhere in the code (scan.cancels): where it is."""
+
+    call: str  # api.CANCELS
+    path: str
+    line: int
+    function: str  # the function making it
+
+
 @dataclass
 class Flow:
     """A work item on a queue whose work function reaches a flush: the third kind of site,
@@ -162,6 +172,8 @@ class Flow:
     elsewhere: bool = False
     waited: str = ""  # what the flush is given, as written there ('assoc->queues[i]->work_q')
     within: str = ""  # the function whose body makes the flush
+    # A cancel of the same work item the code makes elsewhere (a flush of one item only).
+    cancel: Optional[Cancel] = None
 
 
 @dataclass

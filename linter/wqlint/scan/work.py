@@ -252,7 +252,7 @@ class WorkModel:
         for rel, line in self._lines(key, near):
             if not self._near_call(rel, line, _QUEUEING_B) or self._not_queued_on(rel, line, key):
                 continue
-            for call, spec, chunk in self._calls_around(rel, line, _QUEUEING):
+            for call, spec, chunk in self.calls_around(rel, line, _QUEUEING):
                 args = parser.args(call)
                 if spec.queue_arg + 1 >= len(args):
                     continue
@@ -295,7 +295,7 @@ class WorkModel:
             lines = lines[:MAX_OCCURRENCES]
         out = []
         for rel, line in lines:
-            for call, _spec, chunk in self._calls_around(rel, line, {name: None}):
+            for call, _spec, chunk in self.calls_around(rel, line, {name: None}):
                 args = parser.args(call)
                 if param >= len(args):
                     continue
@@ -335,7 +335,7 @@ class WorkModel:
         src = self.index.source(rel)
         return src is not None and any(n in src.slice(max(1, line - 2), line) for n in names)
 
-    def _calls_around(self, rel: str, line: int, names) -> list:
+    def calls_around(self, rel: str, line: int, names) -> list:
         """(call node, spec, chunk) of the calls of names that a line is part of."""
         src = self.index.source(rel)
         if src is None:
@@ -517,7 +517,7 @@ class WorkModel:
             text = self._peek(rel, line)
             if b"queue" not in text and b"schedule" not in text:
                 continue
-            for qcall, qspec, chunk in self._calls_around(rel, line, {**_QUEUEING, **_SCHEDULING}):
+            for qcall, qspec, chunk in self.calls_around(rel, line, {**_QUEUEING, **_SCHEDULING}):
                 qargs = parser.args(qcall)
                 wi = qspec.queue_arg + 1 if isinstance(qspec, api.QueueCall) else qspec
                 if wi >= len(qargs):
