@@ -51,8 +51,8 @@ class CatalogueError(errors.WqlintError, status=errors.USAGE):
 # any other field is refused when the catalogue is loaded, so filling one in never fails.
 PLACEHOLDERS = {
     # the call's name; a queue's replacement and old name; the queue a work runs on and the one
-    # it waits for
-    "migration": ("entry", "new", "old", "queue", "target"),
+    # it waits for; a cancel of the item waited for elsewhere: its call, FILE:LINE and function
+    "migration": ("cancel", "cancel_at", "cancel_in", "entry", "new", "old", "queue", "target"),
     # the call's new max_active; the scanned version; the work whose path it is
     "introduced-by": ("max_active", "version", "work"),
     "why": ("version",),  # the scanned version

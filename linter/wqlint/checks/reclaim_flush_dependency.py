@@ -87,6 +87,10 @@ def _grouped(works: list, ctx: CheckContext) -> Finding:
     # the same for every work of a flush but the files each is judged from
     hints = replace(first.finding.hints, judged_with=frozenset().union(*(j.finding.hints.judged_with for j in works)))
     migration = rule.migration_text(first.case, queue=_listed(queues), target=first.target, entry=first.entry)
+    cancel = flow.cancel  # of the flush's item: the same for every work reaching it
+    if cancel is not None:  # the code drops that item's pending work itself elsewhere
+        migration += " " + rule.migration_text("cancelled", cancel=cancel.call, cancel_in=cancel.function,
+                                               cancel_at=f"{cancel.path}:{cancel.line}")
     return replace(first.finding, message=f"{rule.message_on(ctx.version)} ({detail})", hints=hints,
                    migration=migration, function=flow.within or flow.function,
                    works=tuple(Work(j.name(), j.finding.chain) for j in works))
