@@ -16,8 +16,8 @@ ADVICE = ("Give cx-aux WQ_MEM_RECLAIM if a rescuer kernel thread per queue is ac
           "to free memory.")
 
 
-def _cancelled(at: str) -> str:
-    return (f" The code already cancels this work item, with cancel_work_sync() at {at} (in cx_remove()): a "
+def _cancelled(at: str, call: str = "cancel_work_sync", within: str = "cx_remove") -> str:
+    return (f" The code already cancels this work item, with {call}() at {at} (in {within}()): a "
             "cancel instead of the flush may be acceptable here, which check_flush_dependency() does not check, "
             "but only if dropping the pending work is fine on this path (the cancel drops it where the flush "
             "runs it).")
@@ -43,7 +43,7 @@ def test_a_flushed_item_the_code_cancels_elsewhere_gets_the_cancel_as_advice():
 
 def test_no_cancel_is_offered_for_another_item_or_a_queue():
     got = _findings()
-    assert sorted(got) == [36, 38, 40, 42, 44, 46]
+    assert sorted(got) == [36, 38, 40, 42, 44, 46, 112]
     # A different member of the same struct is cancelled (other_work, not event_work); the
     # same member name of another struct (cy_dev's poll, not cx_dev's); a flush of the queue;
     # a cancel of another variable only (cx_trace_work, not cx_log_work).
@@ -52,6 +52,16 @@ def test_no_cancel_is_offered_for_another_item_or_a_queue():
         assert f"{flushed} waits for cx-aux" in got[line]["message"]
         assert got[line]["migration"] == ADVICE
         assert "cancel" not in got[line]["migration"]
+
+
+def test_an_accessor_macro_gives_its_object_the_struct_it_casts_to():
+    """CZ_INFO() and CW_INFO() read the same pointer as two structs: cz_remove()'s cancel
+    through CW_INFO() is of a struct cw_info's sync_work, the one through CZ_INFO() of the
+    flushed struct cz_info's."""
+    got = _findings()
+    assert "flush_delayed_work(&CZ_INFO(cz)->sync_work) waits for cz-aux" in got[112]["message"]
+    assert got[112]["migration"] == ADVICE.replace("cx", "cz") + _cancelled(
+        "cancels.c:131", "cancel_delayed_work_sync", "cz_remove")
 
 
 def test_the_text_format_prints_the_advice_with_the_cancel():

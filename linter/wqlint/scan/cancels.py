@@ -7,7 +7,9 @@ model reads it (WorkModel.key_of(): the Key an expression names, with the struct
 object is declared with):
 - a member of a struct: the same member of the same struct type, that type known at both
   (a member of that name in another struct, or of an object whose type is not declared where
-  it is used, is not the same item); looked for in the flush's file and the files near it;
+  it is used, is not the same item); an object an accessor macro gives is of the struct its
+  value is cast to (`#define HFS_SB(sb) ((struct hfs_sb_info *)(sb)->s_fs_info)`); looked for
+  in the flush's file and the files near it;
 - a variable: the same name in the flush's own file, not a local nor a parameter of the
   function cancelling, and named at the flush itself (not a wrapper's caller's variable).
 """
@@ -19,34 +21,61 @@ from typing import Optional
 
 from wqlint import api
 from wqlint.scan import parser
-from wqlint.scan.scope import scope_of
+from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.site import Cancel, Flow, Key
+from wqlint.scan.source import call_at
+from wqlint.scan.structs import struct_type_name
 
 _CANCEL_RE = re.compile(rb"\b(" + "|".join(sorted(api.CANCELS, key=len, reverse=True)).encode() + rb")\s*\(")
 _CANCELS = {name: name for name in api.CANCELS}
 ARG_SPAN = 200  # bytes after a cancel's '(' looked at for the item's name before it is parsed
+MAX_ROUNDS = 4  # searches of the tree for the accessor macros' definitions
 
 
 class Cancels:
-    """The cancels of the flows' flushed items, each item looked for once per flush file."""
+    """The cancels of the flows' flushed items, each looked for once per flush."""
 
     def __init__(self, model):
         self.model = model
-        self._memo: dict = {}  # (flush path, Key, flush text) -> Optional[Cancel]
+        self._memo: dict = {}  # (flush path, line, column, Key, flush text) -> Optional[Cancel]
 
     def with_cancels(self, flows: list) -> list:
-        """flows, each flush of one item carrying a cancel of that item the code makes."""
-        return [self._with_cancel(f) if isinstance(f, Flow) else f for f in flows]
+        """flows, each flush of one item carrying a cancel of that item the code makes
+        (the tree searched round by round for the macros read on the way)."""
+        index = self.model.index
+        out = flows
+        for _ in range(MAX_ROUNDS):
+            misses = index.misses
+            out = [self._with_cancel(f) if isinstance(f, Flow) else f for f in flows]
+            if index.misses == misses or not index.fetch_pending():
+                break
+        return out
 
     def _with_cancel(self, flow: Flow) -> Flow:
         key = flow.target.key
         if flow.target.what != "work" or key is None:
             return flow
-        ident = (flow.path, key, flow.waited)
-        if ident not in self._memo:
-            self._memo[ident] = self.cancel_of(flow.path, key, flow.waited)
-        got = self._memo[ident]
+        ident = (flow.path, flow.line, flow.col, key, flow.waited)
+        got = self._memo.get(ident, False)
+        if got is False:
+            misses = self.model.index.misses
+            got = self.cancel_of(flow.path, self._flushed_key(flow, key), flow.waited)
+            if self.model.index.misses == misses:
+                self._memo[ident] = got
         return replace(flow, cancel=got) if got is not None else flow
+
+    def _flushed_key(self, flow: Flow, key: Key) -> Key:
+        """key, with the struct an accessor macro at the flush gives its object when the
+        work model's key does not name one."""
+        src = self.model.index.source(flow.path)
+        found = call_at(src, flow.line, flow.col) if src is not None and key.kind == "member" and not key.tag \
+            else None
+        if found is None:
+            return key
+        chunk, call = found
+        args = parser.args(call)
+        tag = self._accessor_tag(args[0], scope_of(chunk, call)) if args else ""
+        return Key(key.kind, key.name, tag) if tag else key
 
     def cancel_of(self, path: str, key: Key, waited: str) -> Optional[Cancel]:
         """The first cancel of the item key, flushed in path as waited, in path and then in
@@ -91,9 +120,45 @@ class Cancels:
         got = self.model.key_of(args[0], scope)
         if got is None or got.kind != key.kind or got.name != key.name:
             return None
+        if got.kind == "member" and not got.tag:
+            got = Key(got.kind, got.name, self._accessor_tag(args[0], scope))
         if key.kind == "member" and got.tag != key.tag:
             return None  # another struct's member, or one whose struct is not known here
         if key.kind == "var" and key.name in scope.local_decls():
             return None  # a local of that name: another item
         return Cancel(parser.text(call.child_by_field_name("function")), chunk.source.rel,
                       chunk.line_of(call), scope.name)
+
+    def _accessor_tag(self, node, scope: Scope) -> str:
+        """The struct of the object whose member an item expression names, when that object
+        is what a function-like macro gives and the macro's value is a cast to a struct
+        pointer; '' otherwise."""
+        node = _inner(node)
+        if node is not None and node.type == "field_expression":
+            obj = _inner(node.child_by_field_name("argument"))
+            if parser.text(node.child_by_field_name("field")) == "work" and obj is not None \
+                    and obj.type == "field_expression":
+                node, obj = obj, _inner(obj.child_by_field_name("argument"))  # a delayed_work's own work
+        else:
+            return ""
+        fn = obj.child_by_field_name("function") if obj is not None and obj.type == "call_expression" else None
+        if fn is None or fn.type != "identifier":
+            return ""
+        macros = self.model.resolver.macros
+        for src, first, last in macros.definitions(parser.text(fn), scope.src)[:2]:
+            chunk = macros.chunk(src, first, last)
+            if chunk is None or not chunk.macro_is_function:
+                continue
+            value = _inner(macros.value_node(chunk)[0])
+            if value is not None and value.type == "cast_expression":
+                return struct_type_name(parser.text(value.child_by_field_name("type"))) or ""
+        return ""
+
+
+def _inner(node):
+    """node without the parentheses and the address-of around it."""
+    while node is not None and (node.type == "parenthesized_expression"
+                                or node.type == "pointer_expression" and parser.text(node).startswith("&")):
+        node = node.child_by_field_name("argument") if node.type == "pointer_expression" else \
+            next((c for c in node.named_children if c.type != "comment"), None)
+    return node
