@@ -77,7 +77,8 @@ def test_an_unknown_placeholder_in_the_catalogue_is_refused_when_it_is_loaded(tm
     old = "Replace {entry}() by the call"
     bad, line = _catalogue_with(tmp_path, old, old.replace("{entry}", "{entyr}"))
     line -= 1  # a block scalar: its node starts on the key's line
-    want = [f"Error: {bad}:{line}: migration: unknown placeholder {{entyr}} (known: {{entry}}, {{new}}, {{old}}, {{queue}}, {{target}})"]
+    want = [f"Error: {bad}:{line}: migration: unknown placeholder {{entyr}} (known: {{cancel}}, {{cancel_at}}, "
+            "{cancel_in}, {entry}, {new}, {old}, {queue}, {target})"]
     for cmd in (["rules"], ["explain", "legacy-create-workqueue"], ["scan", root]):
         got = bounded([*cmd, "--rules", bad])
         assert (got.returncode, got.stderr.splitlines()) == (2, want), got.stderr
