@@ -479,3 +479,18 @@ def test_a_queue_is_named_with_its_known_arguments_filled_in():
     assert kernel_name(site("ntfc%d.%d.%d", Const(None, 1), Unknown(note, "field"), Param(None, "f", 1, "qid"))) == (
         "ntfc1.%d.%d", "%d from 'assoc' field 'a_id', %d from parameter 'qid' of f()")
     assert kernel_name(site("w%*d", Const(None, 3), Const(None, 1))) == ("w%*d", "")  # a width from an argument
+
+
+def test_a_path_needing_more_text_searches_than_a_round_allows_is_still_followed(monkeypatch):
+    """Each step into another directory waits for a search of its text: a round of the tree
+    index that ran out of those searches (here one per round) goes on to the next even when
+    it asked for no new name, so a scan of the driver alone still reaches the transport's
+    flush."""
+    from wqlint.scan import selfwait, work
+    monkeypatch.setattr(work, "MAX_TEXT_ROUNDS", 1)
+    monkeypatch.setattr(selfwait, "MAX_TEXT_ROUNDS", 1)
+    doc, _ = scan_json(MAINLINE / "drivers" / "xpa", "--kernel-version", "7.3", "-j", "1")
+    got = [f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"]
+    assert [(f["path"], f["line"]) for f in got] == [("net/xport/xport.c", 20)]
+    assert [(s["path"], s["line"]) for s in got[0]["chain"]][3:6] == [
+        ("drivers/xpa/xpa.c", 20), ("net/xport/xport.c", 26), ("net/xport/xport.c", 20)]

@@ -148,7 +148,8 @@ class Engine:
             for _ in range(MAX_ROUNDS):
                 misses = self.index.misses
                 got = model.flows(want)
-                if self.index.misses == misses or not self.index.fetch_pending():
+                # (a round that ran out of text searches goes on, with or without new names)
+                if (self.index.misses == misses or not self.index.fetch_pending()) and not model.text.wanting():
                     break
             return got
         try:

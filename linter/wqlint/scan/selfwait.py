@@ -64,7 +64,8 @@ def self_waits(index, model: WorkModel, wanted) -> list:
         for _ in range(MAX_ROUNDS):
             misses = index.misses
             out = finder.find()
-            if index.misses == misses or not index.fetch_pending():
+            # (a round that ran out of text searches goes on, with or without new names)
+            if (index.misses == misses or not index.fetch_pending()) and not model.text.wanting():
                 break
         return out
     finally:

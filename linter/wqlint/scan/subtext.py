@@ -89,6 +89,10 @@ class SubsystemText:
             self.misses += 1
         return got
 
+    def wanting(self) -> bool:
+        """Is a question queued that no fetch() has answered yet?"""
+        return bool(self._want_calls or self._want_heads or self._want_words or self._want_files)
+
     # -- answering -----------------------------------------------------------------------
     @timed("search")
     def fetch(self) -> bool:
