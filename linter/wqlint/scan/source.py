@@ -96,14 +96,15 @@ class SourceFile:
     @property
     def _starts(self) -> array:
         """Offsets of the lines' first bytes, computed when first needed: most files are read
-        only to learn that a name does not occur in them. An array, not a list: 8 bytes a
-        line instead of 36, and nothing for the cycle collector to walk through."""
+        only to learn that a name does not occur in them. An array of unsigned ints, not a
+        list: 4 bytes a line instead of 36 (a file is far below 4 GiB), and nothing for the
+        cycle collector to walk through."""
         starts = self._line_starts
         if starts is None:
             ints = [0]  # a list first: filling it, then the array from it, takes a third less time
             ints.extend(itertools.accumulate(map((1).__add__, map(len, self.data.split(b"\n")))))
             ints.pop()
-            starts = self._line_starts = array("q", ints)
+            starts = self._line_starts = array("I", ints)
         return starts
 
     def word_lines(self, name: str) -> list:
