@@ -17,6 +17,7 @@ from typing import Iterator, Optional
 
 from wqlint import safeio, tools
 from wqlint.finding import InputError
+from wqlint.scan import heap
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.phases import timed
 from wqlint.scan.search import (IDENT_RE, LINE_START, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, covering,
@@ -374,6 +375,7 @@ class TreeIndex:
                 jobs.append(pool.submit(self.fetch, defs, True))
             for job in jobs:
                 job.result()
+        heap.release()  # the searches' output, read
         return True
 
     @staticmethod

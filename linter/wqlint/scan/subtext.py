@@ -19,6 +19,7 @@ import re
 from typing import Optional
 
 from wqlint import tools
+from wqlint.scan import heap
 from wqlint.scan.phases import timed
 from wqlint.scan.search import IDENT_RE, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, records, rel_name
 
@@ -135,6 +136,7 @@ class SubsystemText:
             got = {d: Heads() for d in want_heads}
             self._search(sorted(want_heads), [], fixed=False, heads=got)
             self._heads.update(got)
+        heap.release()  # the searches' output, read
         return True
 
     def _search(self, dirs: list, patterns: list, fixed: bool, only: Optional[list] = None,
