@@ -494,3 +494,57 @@ def test_a_path_needing_more_text_searches_than_a_round_allows_is_still_followed
     assert [(f["path"], f["line"]) for f in got] == [("net/xport/xport.c", 20)]
     assert [(s["path"], s["line"]) for s in got[0]["chain"]][3:6] == [
         ("drivers/xpa/xpa.c", 20), ("net/xport/xport.c", 26), ("net/xport/xport.c", 20)]
+
+
+_HUB = {
+    "drivers/wa/wa.c": """#include <linux/workqueue.h>
+struct wa_dev { struct workqueue_struct *wq; struct work_struct reset; struct hub_port *port; };
+static void wa_reset_fn(struct work_struct *w)
+{
+	struct wa_dev *d = container_of(w, struct wa_dev, reset);
+
+	hub_port_close(d->port);
+}
+int wa_probe(struct wa_dev *d)
+{
+	d->wq = alloc_workqueue("wa", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	INIT_WORK(&d->reset, wa_reset_fn);
+	queue_work(d->wq, &d->reset);
+	return 0;
+}
+""",
+    "net/hub/port.c": """#include <linux/workqueue.h>
+struct hub_port { struct workqueue_struct *wq; };
+void hub_port_close(struct hub_port *port)
+{
+	flush_workqueue(port->wq);
+}
+""",
+    "net/hub/events.c": """#include <linux/workqueue.h>
+static struct hub_events {
+	int count;
+	struct workqueue_struct *wq;
+} events;
+static struct hub_port main_port;
+int hub_events_init(void)
+{
+	events.wq = alloc_workqueue("hub_events", WQ_PERCPU, 1);
+	main_port.wq = alloc_workqueue("hub_main", WQ_PERCPU, 1);
+	return 0;
+}
+""",
+}
+
+
+def test_a_member_of_a_file_scope_struct_variable_is_of_that_struct(tmp_path):
+    """port->wq (struct hub_port) is flushed; the subsystem allocates a member wq of two
+    file-scope variables: events (declared with its struct's definition, struct hub_events)
+    and main_port (struct hub_port). Only main_port's queue is the one flushed."""
+    for rel, text in _HUB.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    doc, _ = scan_json(tmp_path, "--kernel-version", "7.3")
+    got = [f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"]
+    assert [(f["path"], f["line"]) for f in got] == [("net/hub/port.c", 5)]
+    assert "flush_workqueue(port->wq) waits for hub_main, which lacks WQ_MEM_RECLAIM" in got[0]["message"]
+    assert [s["note"] for s in got[0]["chain"]][-1].startswith("alloc_workqueue() allocates hub_main")

@@ -26,6 +26,42 @@ def struct_type_name(type_text: str) -> Optional[str]:
     return words[-1] if words else None
 
 
+_FILE_TAGS: dict = {}  # (rel, name, hash of the file's bytes) -> file_struct_tag()
+MAX_FILE_TAGS = 8192
+
+
+def file_struct_tag(src: SourceFile, name: str) -> str:
+    """The struct tag of the variable name as its file declares it at file scope
+    (`static struct foo *p;`, `struct foo x = {...};`, or `static struct foo { ... } x;`);
+    '' when the file declares no such variable or declares it with different structs (a
+    branch of #if each)."""
+    key = (src.rel, name, hash(src.data))
+    got = _FILE_TAGS.get(key)
+    if got is None:
+        if len(_FILE_TAGS) >= MAX_FILE_TAGS:
+            _FILE_TAGS.clear()
+        got = _FILE_TAGS[key] = _file_struct_tag(src.data, name.encode())
+    return got
+
+
+# `static struct foo {` at column 0: the struct a `} x;` closing the definition declares x of
+_OPENED_RE = re.compile(rb"(?m)^(?:static[ \t]+)?(?:const[ \t]+)?(?:struct|union)[ \t]+([A-Za-z_]\w*)[ \t]*\{")
+
+
+def _file_struct_tag(data: bytes, name: bytes) -> str:
+    if name not in data:
+        return ""
+    word = re.escape(name)
+    tags = {m.group(1) for m in re.finditer(
+        rb"(?m)^(?:static[ \t]+|extern[ \t]+)?(?:const[ \t]+)?(?:struct|union)[ \t]+([A-Za-z_]\w*)[ \t]+(?:\*[ \t]*)*"
+        + word + rb"[ \t]*(?:\[[^\]\n]*\][ \t]*)?[;=,]", data)}
+    for m in re.finditer(rb"(?m)^\}[ \t]*" + word + rb"[ \t]*(?:\[[^\]\n]*\][ \t]*)?[;=]", data):
+        opened = list(_OPENED_RE.finditer(data, 0, m.start()))
+        if opened:
+            tags.add(opened[-1].group(1))
+    return tags.pop().decode() if len(tags) == 1 else ""
+
+
 class Structs:
     """Type lookups against a TreeIndex; caches the struct definitions found."""
 

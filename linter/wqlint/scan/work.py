@@ -28,7 +28,7 @@ from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, scope_of
-from wqlint.scan.structs import struct_type_name
+from wqlint.scan.structs import file_struct_tag, struct_type_name
 from wqlint.scan.subtext import SubsystemText
 from wqlint.scan import conditions, guards
 from wqlint.scan.suppress import suppressed
@@ -642,7 +642,7 @@ def _declared_tag(obj, scope: Scope) -> str:
         name = parser.text(obj)
         decl = scope.local_decls().get(name)
         text = decl[1] if decl else scope.param_types().get(name, "")
-        return struct_type_name(text) or "" if text else ""
+        return struct_type_name(text) or "" if text else file_struct_tag(scope.src, name)
     if obj.type == "cast_expression":
         return struct_type_name(parser.text(obj.child_by_field_name("type"))) or ""
     if obj.type == "call_expression" and parser.text(obj.child_by_field_name("function")) == "container_of":
