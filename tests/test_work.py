@@ -498,12 +498,14 @@ def test_a_path_needing_more_text_searches_than_a_round_allows_is_still_followed
 
 _HUB = {
     "drivers/wa/wa.c": """#include <linux/workqueue.h>
-struct wa_dev { struct workqueue_struct *wq; struct work_struct reset; struct hub_port *port; };
+struct wa_dev { struct workqueue_struct *wq; struct work_struct reset; struct hub_port *port;
+		struct hub_info *info; };
 static void wa_reset_fn(struct work_struct *w)
 {
 	struct wa_dev *d = container_of(w, struct wa_dev, reset);
 
 	hub_port_close(d->port);
+	hub_info_close(d->info);
 }
 int wa_probe(struct wa_dev *d)
 {
@@ -513,11 +515,21 @@ int wa_probe(struct wa_dev *d)
 	return 0;
 }
 """,
+    "include/net/hub.h": """struct hub_port { struct workqueue_struct *wq; };
+struct hub_info {
+	int id;
+	struct hub_port *port;
+};
+""",
     "net/hub/port.c": """#include <linux/workqueue.h>
-struct hub_port { struct workqueue_struct *wq; };
+#include <net/hub.h>
 void hub_port_close(struct hub_port *port)
 {
 	flush_workqueue(port->wq);
+}
+void hub_info_close(struct hub_info *info)
+{
+	flush_workqueue(info->port->wq);
 }
 """,
     "net/hub/events.c": """#include <linux/workqueue.h>
@@ -537,7 +549,8 @@ int hub_events_init(void)
 
 
 def test_a_member_of_a_file_scope_struct_variable_is_of_that_struct(tmp_path):
-    """port->wq (struct hub_port) is flushed; the subsystem allocates a member wq of two
+    """port->wq (struct hub_port) is flushed, and info->port->wq, whose port the header
+    declares a struct hub_port pointer; the subsystem allocates a member wq of two
     file-scope variables: events (declared with its struct's definition, struct hub_events)
     and main_port (struct hub_port). Only main_port's queue is the one flushed."""
     for rel, text in _HUB.items():
@@ -545,6 +558,8 @@ def test_a_member_of_a_file_scope_struct_variable_is_of_that_struct(tmp_path):
         (tmp_path / rel).write_text(text)
     doc, _ = scan_json(tmp_path, "--kernel-version", "7.3")
     got = [f for f in doc["findings"] if f["rule"] == "reclaim-flush-dependency"]
-    assert [(f["path"], f["line"]) for f in got] == [("net/hub/port.c", 5)]
+    assert [(f["path"], f["line"]) for f in got] == [("net/hub/port.c", 5), ("net/hub/port.c", 9)]
     assert "flush_workqueue(port->wq) waits for hub_main, which lacks WQ_MEM_RECLAIM" in got[0]["message"]
-    assert [s["note"] for s in got[0]["chain"]][-1].startswith("alloc_workqueue() allocates hub_main")
+    assert "flush_workqueue(info->port->wq) waits for hub_main, which lacks WQ_MEM_RECLAIM" in got[1]["message"]
+    for f in got:
+        assert [s["note"] for s in f["chain"]][-1].startswith("alloc_workqueue() allocates hub_main")

@@ -531,3 +531,14 @@ def test_a_scan_of_a_works_directory_alone_reports_what_the_whole_tree_does(linu
         doc = _scan(linux_7_3 / directory, tmp_path / directory.replace("/", "-"))
         got = {w for w in _by_binding(doc) if w[0] == directory}
         assert got == {w for w in whole if w[0] == directory}, directory
+
+
+def test_a_scan_of_mthca_alone_names_only_the_queues_its_reset_waits_for_on_6_1(linux_6_1, tmp_path):
+    """catas_reset()'s path also reaches unregister_mad_agent()'s flush of the port's own
+    queue (port_priv->wq, allocated with WQ_MEM_RECLAIM in mad.c, a file this scan does not
+    resolve): not taken for ib_cm's queue, the member wq of cm.c's file-scope
+    `static struct ib_cm { ... } cm;`, nor through agent->qp_info->port_priv (the headers
+    declare port_priv a struct ib_mad_port_private pointer). Only ib_wq's two flushes, as in
+    the whole tree's scan (FAR)."""
+    doc = _scan(linux_6_1 / "drivers" / "infiniband" / "hw" / "mthca", tmp_path)
+    assert _works(doc) == sorted(w for w in FAR["6.1"] if "catas_reset" in w[2])

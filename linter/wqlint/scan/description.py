@@ -70,6 +70,13 @@ class Description:
         return {t.decode(): tuple(sorted(h.decode() for h in held))
                 for t, held in self._members.get(member.encode(), {}).items()}
 
+    def pointee(self, member: str) -> str:
+        """The one struct type the tree's headers declare a member of that name to point to;
+        '' when they declare none or several."""
+        self.load()
+        got = self._members.get(member.encode(), {})
+        return next(iter(got)).decode() if len(got) == 1 else ""
+
     def field_type(self, struct: str, member: str) -> Optional[str]:
         """The struct type that member of struct points to, as the tree's headers declare it."""
         self.load()

@@ -28,7 +28,7 @@ from wqlint.scan.nearness import related
 from wqlint.scan.ctext import short as _short
 from wqlint.scan.search import covering
 from wqlint.scan.scope import Scope, scope_of
-from wqlint.scan.structs import file_struct_tag, struct_type_name
+from wqlint.scan.tags import declared_tag, split_call
 from wqlint.scan.subtext import SubsystemText
 from wqlint.scan import conditions, guards
 from wqlint.scan.suppress import suppressed
@@ -186,7 +186,7 @@ class WorkModel:
             if member == "work" and obj is not None and obj.type == "identifier" \
                     and parser.text(node.children[1]) == ".":
                 return self.key_of(obj, scope)
-            return Key("member", member, _declared_tag(obj, scope))
+            return Key("member", member, declared_tag(obj, scope, self.calls.ops.pointee))
         if node.type == "call_expression":
             fn = node.child_by_field_name("function")
             if fn is not None and fn.type == "identifier":
@@ -317,7 +317,7 @@ class WorkModel:
         text = src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace")
         found = False
         for m in _QUEUEING_CALL_RE.finditer(text):
-            args = _split(text[m.end():])
+            args = split_call(text[m.end():])
             spec = _QUEUEING[m.group(1)]
             if args is None or spec.queue_arg >= len(args):
                 return False
@@ -390,7 +390,7 @@ class WorkModel:
                     break  # a call of the next lines: their own
                 macro = m.group(1)
                 wi, fi = binders[macro]
-                args = _split(text[m.end():])
+                args = split_call(text[m.end():])
                 if args is None or fi >= len(args):
                     continue
                 fn = args[fi].strip().lstrip("&").strip()
@@ -630,27 +630,6 @@ def _span(chunk) -> tuple:
     return chunk.first_line, chunk.last_line
 
 
-def _declared_tag(obj, scope: Scope) -> str:
-    """The struct tag of an object as its own declaration says (a local, a parameter, a
-    cast, container_of()); '' when it takes a lookup elsewhere."""
-    while obj is not None and obj.type in ("parenthesized_expression", "pointer_expression"):
-        obj = obj.child_by_field_name("argument") if obj.type == "pointer_expression" else \
-            next((c for c in obj.named_children if c.type != "comment"), None)
-    if obj is None:
-        return ""
-    if obj.type == "identifier" and scope.kind == "function":
-        name = parser.text(obj)
-        decl = scope.local_decls().get(name)
-        text = decl[1] if decl else scope.param_types().get(name, "")
-        return struct_type_name(text) or "" if text else file_struct_tag(scope.src, name)
-    if obj.type == "cast_expression":
-        return struct_type_name(parser.text(obj.child_by_field_name("type"))) or ""
-    if obj.type == "call_expression" and parser.text(obj.child_by_field_name("function")) == "container_of":
-        args = _split(parser.text(obj.child_by_field_name("arguments"))[1:] )
-        return (struct_type_name(args[1]) or "") if args and len(args) == 3 else ""
-    return ""
-
-
 def _param_of(spec, call, scope: Scope) -> int:
     """The index of the parameter of scope's function that a flush call is given as what it
     waits for (a wrapper of the flush), or -1."""
@@ -668,27 +647,6 @@ def _param_node(node, scope: Scope) -> int:
     if node is None or node.type != "identifier" or scope.kind != "function":
         return -1
     return scope.param_index(parser.text(node))
-
-
-def _split(text: str) -> Optional[list]:
-    """The arguments of a call whose text starts after its '(' (on one line), or None."""
-    depth = 0
-    cur: list = []
-    out: list = []
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            if depth == 0:
-                out.append("".join(cur))
-                return out
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    return None
 
 
 def _names_key(text: str, key: Key, declares: bool) -> bool:
