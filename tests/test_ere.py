@@ -41,7 +41,11 @@ def test_nested_repeats_cost_time_linear_in_the_text(pattern):
     p = Pattern(pattern)
     took = []
     for n in (2_000, 8_000, 32_000):
-        start = time.process_time()
-        assert not p.search("a" * n)
-        took.append(time.process_time() - start)
+        best = None
+        for _ in range(3):  # the least of three: a busy machine's stray pause is not the pattern's
+            start = time.process_time()
+            assert not p.search("a" * n)
+            spent = time.process_time() - start
+            best = spent if best is None else min(best, spent)
+        took.append(best)
     assert took[-1] < 2.0 and took[-1] < 40 * max(took[0], 0.001), took

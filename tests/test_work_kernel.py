@@ -363,16 +363,25 @@ def test_reclaim_fixes_on_6_1_and_6_12(linux_6_1, linux_6_12, tmp_path):
                        "+\t\t\t\t\t  0);"]
     # (and nvmet's passthru work reaching blk-iolatency's flush of a work on system_wq, through
     # del_gendisk()'s rq_qos_exit(): a system queue, no fix)
+    # (and nvmet's file-backed flush reaching fb_defio's and hfs's flushes of works on system
+    # queues, through vfs_fsync() and file_operations.fsync: no fix either)
     assert err[0].startswith("not fixed [reclaim-flush-dependency] (1): system_wq is a system queue")
     assert err[1] == "  block/blk-iolatency.c:649:2"
     assert err[2].startswith("not fixed [reclaim-flush-dependency] (1): " + PER_OBJECT.format("v6.1.192"))
-    assert err[3:] == ["  drivers/nvme/target/fc.c:1231:4",
-                       "wqlint: 1 finding(s) fixed in 1 file(s) (target mainline, v6.1.192); 2 not fixed"]
+    assert err[3] == "  drivers/nvme/target/fc.c:1231:4"
+    assert err[4].startswith("not fixed [reclaim-flush-dependency] (1): system_wq is a system queue")
+    assert err[6].startswith("not fixed [reclaim-flush-dependency] (1): system_long_wq is a system queue")
+    assert [err[i] for i in (5, 7, 8)] == [
+        "  drivers/video/fbdev/core/fb_defio.c:225:2", "  fs/hfs/inode.c:683:2",
+        "wqlint: 1 finding(s) fixed in 1 file(s) (target mainline, v6.1.192); 4 not fixed"]
     changed, err = _fix([linux_6_12 / "drivers/nvme/target"], tmp_path)
     assert changed == []
     assert err[0].startswith("not fixed [reclaim-flush-dependency] (1): " + PER_OBJECT.format("v6.12.117"))
-    assert err[1:] == ["  drivers/nvme/target/fc.c:1236:4",
-                       "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12.117); 1 not fixed"]
+    assert err[2].startswith("not fixed [reclaim-flush-dependency] (1): system_percpu_wq is a system queue")
+    assert err[4].startswith("not fixed [reclaim-flush-dependency] (1): system_long_wq is a system queue")
+    assert [err[i] for i in (1, 3, 5, 6)] == [
+        "  drivers/nvme/target/fc.c:1236:4", "  drivers/video/fbdev/core/fb_defio.c:258:2", "  fs/hfs/inode.c:677:2",
+        "wqlint: 0 finding(s) fixed in 0 file(s) (target mainline, v6.12.117); 3 not fixed"]
 
 
 def test_works_reaching_one_flush_are_one_finding(linux_7_3, tmp_path):
