@@ -25,6 +25,7 @@ from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.site import Cancel, Flow, Key
 from wqlint.scan.source import call_at
 from wqlint.scan.structs import struct_type_name
+from wqlint.scan.tags import inner
 
 _CANCEL_RE = re.compile(rb"\b(" + "|".join(sorted(api.CANCELS, key=len, reverse=True)).encode() + rb")\s*\(")
 _CANCELS = {name: name for name in api.CANCELS}
@@ -133,32 +134,19 @@ class Cancels:
         """The struct of the object whose member an item expression names, when that object
         is what a function-like macro gives and the macro's value is a cast to a struct
         pointer; '' otherwise."""
-        node = _inner(node)
+        node = inner(node)
         if node is not None and node.type == "field_expression":
-            obj = _inner(node.child_by_field_name("argument"))
+            obj = inner(node.child_by_field_name("argument"))
             if parser.text(node.child_by_field_name("field")) == "work" and obj is not None \
                     and obj.type == "field_expression":
-                node, obj = obj, _inner(obj.child_by_field_name("argument"))  # a delayed_work's own work
+                node, obj = obj, inner(obj.child_by_field_name("argument"))  # a delayed_work's own work
         else:
             return ""
         fn = obj.child_by_field_name("function") if obj is not None and obj.type == "call_expression" else None
         if fn is None or fn.type != "identifier":
             return ""
-        macros = self.model.resolver.macros
-        for src, first, last in macros.definitions(parser.text(fn), scope.src)[:2]:
-            chunk = macros.chunk(src, first, last)
-            if chunk is None or not chunk.macro_is_function:
-                continue
-            value = _inner(macros.value_node(chunk)[0])
+        for value, _ in self.model.resolver.macros.accessor_values(parser.text(fn), scope.src):
+            value = inner(value)
             if value is not None and value.type == "cast_expression":
                 return struct_type_name(parser.text(value.child_by_field_name("type"))) or ""
         return ""
-
-
-def _inner(node):
-    """node without the parentheses and the address-of around it."""
-    while node is not None and (node.type == "parenthesized_expression"
-                                or node.type == "pointer_expression" and parser.text(node).startswith("&")):
-        node = node.child_by_field_name("argument") if node.type == "pointer_expression" else \
-            next((c for c in node.named_children if c.type != "comment"), None)
-    return node

@@ -4,7 +4,7 @@ expression resolved with its arguments bound."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Iterator, Optional
 
 from wqlint.finding import Origin, Via
 from wqlint.scan import parser
@@ -103,6 +103,20 @@ class Macros:
         if stmts and stmts[0].type == "expression_statement" and stmts[0].named_children:
             return stmts[0].named_children[0], scope
         return None, scope
+
+    def accessor_values(self, name: str, src) -> Iterator[tuple]:
+        """(value node without its parentheses, its Scope) of the function-like macro name,
+        for the first two of its definitions seen from src: what an accessor macro
+        (`#define HFS_SB(sb) ((struct hfs_sb_info *)(sb)->s_fs_info)`) stands for."""
+        for msrc, first, last in self.definitions(name, src)[:2]:
+            chunk = self.chunk(msrc, first, last)
+            if chunk is None or not chunk.macro_is_function:
+                continue
+            expr, mscope = self.value_node(chunk)
+            while expr is not None and expr.type == "parenthesized_expression":
+                expr = next((c for c in expr.named_children if c.type != "comment"), None)
+            if expr is not None:
+                yield expr, mscope
 
     def call(self, name, args, scope, depth, seen, expand_params) -> Optional[Value]:
         """A function-like macro used in an expression: its body with arguments bound."""

@@ -199,15 +199,8 @@ class WorkModel:
         """The member a function-like macro used as an accessor names: `#define
         host_wq(x) (((struct host_attrs *)(x)->data)->wq)` holds its queue in struct
         host_attrs' member wq, whatever object it is given."""
-        macros = self.resolver.macros
-        for src, first, last in macros.definitions(name, scope.src)[:2]:
-            chunk = macros.chunk(src, first, last)
-            if chunk is None or not chunk.macro_is_function:
-                continue
-            expr, mscope = macros.value_node(chunk)
-            while expr is not None and expr.type == "parenthesized_expression":
-                expr = next((c for c in expr.named_children if c.type != "comment"), None)
-            if expr is not None and expr.type == "field_expression":
+        for expr, mscope in self.resolver.macros.accessor_values(name, scope.src):
+            if expr.type == "field_expression":
                 return self.key_of(expr, mscope)
         return None
 
