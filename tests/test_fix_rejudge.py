@@ -114,3 +114,58 @@ def test_a_same_size_edit_that_keeps_the_mtime_is_not_fixed_twice(tmp_path):
     assert got.exit_code == 0, got.stderr
     assert path.read_text() == edited
     assert "WQ_PERCPU | WQ_PERCPU" not in path.read_text()
+
+
+def _counting_rejudge(monkeypatch) -> list:
+    """The calls fix makes of plan.rejudge() (each judges files again), recorded."""
+    from wqlint.fix import plan
+
+    calls: list = []
+    real = plan.rejudge
+
+    def counted(root, catalogue, version, contents, options):
+        calls.append(sorted(contents))
+        return real(root, catalogue, version, contents, options)
+
+    monkeypatch.setattr(plan, "rejudge", counted)
+    return calls
+
+
+def test_the_findings_of_the_scan_fix_just_made_are_not_judged_twice(tmp_path, monkeypatch):
+    """With the index and without: the scan judged the bytes fix edits, so fix does not judge
+    them again (on a whole tree that second judging cost as much as the scan)."""
+    for cache in ("--cache", "--no-cache"):
+        root = _tree(tmp_path / cache, TWO_CALLS)
+        calls = _counting_rejudge(monkeypatch)
+        got = run("fix", root, "--target", "mainline", cache, "--apply")
+        assert got.exit_code == 0, got.stderr
+        assert calls == []
+        text = (root / "drivers/demo/demo.c").read_text()
+        assert '\ta = alloc_workqueue("a", WQ_MEM_RECLAIM | WQ_PERCPU, 0);' in text
+        assert '\tb = alloc_workqueue("b", WQ_HIGHPRI | WQ_PERCPU, 0);' in text
+
+
+def test_a_file_changed_after_the_scan_is_judged_again(tmp_path, monkeypatch):
+    """The file gets its flag on one call between fix's scan and its plan: with the index's
+    digests and without, fix judges the file again and fixes only the other call."""
+    from wqlint import lint
+
+    real = lint.run
+    for cache in ("--cache", "--no-cache"):
+        root = _tree(tmp_path / cache, TWO_CALLS)
+        path = root / "drivers/demo/demo.c"
+
+        def scan_then_edit(*args, **kw):
+            got = real(*args, **kw)
+            path.write_text(TWO_CALLS.replace("WQ_MEM_RECLAIM, 0", "WQ_MEM_RECLAIM | WQ_PERCPU, 0"))
+            return got
+
+        monkeypatch.setattr(lint, "run", scan_then_edit)
+        calls = _counting_rejudge(monkeypatch)
+        got = run("fix", root, "--target", "mainline", cache, "--apply")
+        assert got.exit_code == 0, got.stderr
+        assert calls == [["drivers/demo/demo.c"]]
+        text = path.read_text()
+        assert '\ta = alloc_workqueue("a", WQ_MEM_RECLAIM | WQ_PERCPU, 0);' in text
+        assert '\tb = alloc_workqueue("b", WQ_HIGHPRI | WQ_PERCPU, 0);' in text
+        assert got.stderr.splitlines()[-1].startswith("wqlint: 1 finding(s) fixed in 1 file(s)")

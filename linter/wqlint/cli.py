@@ -528,7 +528,6 @@ def _fix_options(command):
 def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_version, cpus, max_cpus,
           rules_path, kernel_tree=None, oldest=None, cache=True):
     from wqlint.fix import plan as plan_mod
-
     cat = _load_catalogue(rules_path)
     unknown = [r for r in rule_ids if r not in cat.ids()]
     if unknown:
@@ -538,12 +537,13 @@ def _plan(paths, target, rule_ids, suggestions, findings_json, jobs, kernel_vers
     options = ScanOptions(jobs=jobs or os.cpu_count() or 1, kernel_version=kernel_version,
                           kernel_tree=_kernel_for(kernel_tree, paths), ncpus=cpus, max_cpus=max_cpus, store=cache)
     report, scanned = _tree_report(paths, cat, options, findings_json)
+    judged = (list(report.findings), scanned.read) if scanned is not None else None
     report.findings = _config(report.root, cat, scanned=scanned).select(report.findings)
     for err in report.errors:
         _stderr(str(err))
     try:
         result = plan_mod.plan(report, cat, target, set(rule_ids) or None, suggestions, oldest,
-                               options=options)
+                               options=options, judged=judged)
     except plan_mod.FixError as exc:
         _fail(exc)
     for note in report.notes + result.notes:

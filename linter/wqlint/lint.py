@@ -22,6 +22,7 @@ class Linted:
     report: Report
     config: Optional[Config]  # None: the tree's .wqlint.yaml cannot be used (config_error)
     config_error: Optional[ConfigError] = None
+    read: Optional[dict] = None  # rel -> digest of the bytes the scan judged (None: read from disk by it)
 
     def tree_config(self) -> Config:
         """The tree's configuration; its ConfigError when it cannot be used."""
@@ -42,7 +43,8 @@ def run(paths, catalogue, options: ScanOptions) -> Linted:
     except ConfigError as exc:
         found, error = None, exc
     options = replace(options, unread=unread(found.rule_on) if found is not None else frozenset())
-    return Linted(Engine(targets, catalogue, options).run(judge, make_context).report, found, error)
+    result = Engine(targets, catalogue, options).run(judge, make_context)
+    return Linted(result.report, found, error, result.read)
 
 
 def scan(paths, catalogue, options: Optional[ScanOptions] = None) -> Report:

@@ -8,7 +8,9 @@ A finding handed in (a saved scan, a scan answered from the index) is a request,
 verdict: each file is read once, under its real path (a file reached through two names is
 one file), and judged again from those very bytes, without the index; only what that
 judgement finds is fixed, as it finds it, and the bytes are what --apply checks the file
-against before it writes.
+against before it writes. The findings of a scan the same command just made are that
+judgement when the scan judged those very bytes (the digests it read them with), and are
+not judged twice.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from wqlint.fix import compat, edit_kinds, edits
 from wqlint.fix.model import FileChange, Fix, with_line_endings
 from wqlint.scan import parser
 from wqlint.scan.options import ScanOptions
-from wqlint.scan.source import SourceError, SourceFile, read_source
+from wqlint.scan.source import SourceError, SourceFile, call_digest, digest, read_source
 
 NOT_FOUND_AGAIN = "not found again in the file as it is now (judged afresh from its bytes): scan again"
 
@@ -69,10 +71,12 @@ def tree_facts(root: Path, version: tuple) -> edits.TreeFacts:
 
 def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
          suggestions: bool = False, oldest: Optional[tuple] = None,
-         options: Optional[ScanOptions] = None) -> Plan:
+         options: Optional[ScanOptions] = None, judged: Optional[tuple] = None) -> Plan:
     """oldest: the oldest kernel a module outside the kernel tree builds for (None: what
     the module says, fix.compat). options: those of the scan that judges the files again
-    (jobs, ncpus, max_cpus, kernel_tree, store; see rejudge())."""
+    (jobs, ncpus, max_cpus, kernel_tree, store; see rejudge()). judged: every finding of a
+    scan of the tree just made (none left out by a configuration), which then stand for the
+    files' findings as judged now (see _as_judged()); with {rel: digest of the bytes it judged}."""
     options = options or ScanOptions()
     root = Path(report.root)
     version = tuple(report.kernel_version)
@@ -103,7 +107,9 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
             contents[path] = read_source(root / path, root)
         except SourceError as exc:
             raise FixError(f"{path}: {exc}") from None
-    found = rejudge(root, catalogue, version, contents, options) if contents else {}
+    found = _as_judged(root, judged, contents) if judged is not None else None
+    if found is None:
+        found = rejudge(root, catalogue, version, contents, options) if contents else {}
     planned: dict = {}  # file to edit -> [(finding as judged now, case, why)]
     for path in sorted(by_file):
         for f, case, _why in by_file[path]:
@@ -129,6 +135,33 @@ def plan(report: Report, catalogue, target: str, rule_ids: Optional[set] = None,
     for change in result.changes:  # the lines the fixes wrote end as the file's lines do
         change.after = with_line_endings(change.before, change.after)
     return result
+
+
+def _as_judged(root: Path, judged: tuple, contents: dict) -> Optional[dict]:
+    """{_key(finding): finding} of the files contents names, from (findings, {rel: digest of
+    the bytes judged}) of a scan just made of them: what rejudge() would give, without judging
+    the files a second time. None (judge them again) where the scan did not judge the bytes
+    to edit: a file's digest differs (an index that took an edited file for the one it had
+    read, a file changed since), or, for a file the scan read itself (no index: no digest), a
+    finding's call does not read as it did (a use in a macro's body names no call)."""
+    findings, read = judged
+    for rel, data in contents.items():
+        if read.get(rel) is not None and read[rel] != digest(data):
+            return None
+    found = {}
+    sources: dict = {}
+    for f in _by_real_path(root, findings):
+        if f.path not in contents:
+            continue
+        if f.path not in read:
+            return None
+        src = sources.get(f.path)
+        if src is None:
+            src = sources[f.path] = SourceFile(f.path, contents[f.path])
+        if read[f.path] is None and f.call_sha and call_digest(src, f.line, f.col) != f.call_sha:
+            return None
+        found[_key(f)] = f
+    return found
 
 
 def _decide(f: Finding, catalogue, target: str, version: tuple, suggestions: bool):

@@ -48,6 +48,7 @@ class ScanResult:
     sites: list  # the allocation sites of the targets, as they were judged (Site)
     context: Any  # what they were judged with (wqlint.checks.context): the tree's API facts, the machine
     searched_all: bool  # the searches of the tree read every file they met (its index may be kept)
+    read: dict = dataclasses.field(default_factory=dict)  # rel -> digest of the bytes judged (None: no store)
 
 
 class Engine:
@@ -300,7 +301,7 @@ class Engine:
         if self.options.keep_suppressed:
             report.suppressed = suppressions(sites + got.uses, judge, context, self.index)
         parser.forget()  # (the trees' matches: the next scan's are its own)
-        return ScanResult(report, sites, context, searched_all=not self.index.errors)
+        return ScanResult(report, sites, context, searched_all=not self.index.errors, read=got.read)
 
     def _scan_key(self):
         """Under which key a scan's sites are kept in the store; None when they are not (no
