@@ -107,12 +107,25 @@ def linux_7_2() -> Path:
 
 
 @pytest.fixture(scope="session")
-def linux_6_12_scan(linux_6_12, tmp_path_factory):
-    """The JSON text of `wqlint scan --format json --jobs 2` of the whole 6.12 tree, and the
-    cache directory ($XDG_CACHE_HOME) whose index that scan built: one whole-tree scan
-    shared by the tests that need one."""
+def whole_scan(tmp_path_factory):
+    """whole_scan(series) -> (the JSON text of `wqlint scan --format json --jobs 2` of the
+    whole linux-source-SERIES tree, the cache directory ($XDG_CACHE_HOME) whose index that
+    scan built): one whole-tree scan per tree, shared by the tests that need one."""
     from helpers import run
-    xdg = tmp_path_factory.mktemp("xdg-6.12")
-    result = run("scan", "--format", "json", "--jobs", "2", linux_6_12, env={"XDG_CACHE_HOME": str(xdg)})
-    assert result.exit_code == 1, result.stderr[-2000:]
-    return result.stdout, xdg
+    done: dict = {}
+
+    def scan(series: str) -> tuple:
+        if series not in done:
+            xdg = tmp_path_factory.mktemp(f"xdg-{series}")
+            result = run("scan", "--format", "json", "--jobs", "2", unpacked_kernel(series),
+                         env={"XDG_CACHE_HOME": str(xdg)})
+            assert result.exit_code == 1, result.stderr[-2000:]
+            done[series] = (result.stdout, xdg)
+        return done[series]
+    return scan
+
+
+@pytest.fixture(scope="session")
+def linux_6_12_scan(whole_scan):
+    """whole_scan("6.12")."""
+    return whole_scan("6.12")

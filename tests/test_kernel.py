@@ -56,8 +56,8 @@ def test_linux_6_12_cpu_count_sites(linux_6_12, linux_6_12_scan):
 
 
 @pytest.mark.kernel
-def test_linux_6_1_cpu_count_sites(linux_6_1):
-    doc = check_tree(linux_6_1, "linux-6.1.tsv", "v6.1." + doc_sublevel(linux_6_1))
+def test_linux_6_1_cpu_count_sites(linux_6_1, whole_scan):
+    doc = check_tree(linux_6_1, "linux-6.1.tsv", "v6.1." + doc_sublevel(linux_6_1), json.loads(whole_scan("6.1")[0]))
     assert not [f for f in doc["findings"] if f["rule"] == "missing-affinity-flag"]  # no WQ_PERCPU in 6.1
 
 
@@ -67,8 +67,8 @@ def doc_sublevel(tree):
 
 
 @pytest.fixture(scope="module")
-def scan_7_2(linux_7_2):
-    return check_tree(linux_7_2, "linux-7.2.tsv", "v7.2." + doc_sublevel(linux_7_2))
+def scan_7_2(linux_7_2, whole_scan):
+    return check_tree(linux_7_2, "linux-7.2.tsv", "v7.2." + doc_sublevel(linux_7_2), json.loads(whole_scan("7.2")[0]))
 
 
 @pytest.mark.kernel
@@ -94,8 +94,8 @@ def test_linux_7_2_scans_whole_with_the_sites_read_in_it(scan_7_2):
 
 
 @pytest.fixture(scope="module")
-def scan_7_3(linux_7_3):
-    return check_tree(linux_7_3, "linux-7.3.tsv", "v7.3." + doc_sublevel(linux_7_3))
+def scan_7_3(linux_7_3, whole_scan):
+    return check_tree(linux_7_3, "linux-7.3.tsv", "v7.3." + doc_sublevel(linux_7_3), json.loads(whole_scan("7.3")[0]))
 
 
 @pytest.mark.kernel

@@ -274,8 +274,8 @@ def _scan(tree, tmp_path):
     return json.loads(result.stdout)
 
 
-def test_reclaim_flush_dependency_on_6_1(linux_6_1, tmp_path):
-    doc = _scan(linux_6_1, tmp_path)
+def test_reclaim_flush_dependency_on_6_1(whole_scan):
+    doc = json.loads(whole_scan("6.1")[0])
     assert _works(doc) == sorted(LABELS["6.1"] + FAR["6.1"] + TABLES["6.1"])
     assert _findings(doc, "flush-queue-mismatch") == []
     assert _self_waits(doc) == _reported("6.1")
@@ -287,18 +287,18 @@ def test_reclaim_flush_dependency_on_6_12(linux_6_12_scan):
     assert _findings(doc, "flush-queue-mismatch") == []
 
 
-def test_reclaim_flush_dependency_on_7_2(linux_7_2, tmp_path):
+def test_reclaim_flush_dependency_on_7_2(whole_scan):
     """7.2: the paths of 7.3, a few lines up."""
-    doc = _scan(linux_7_2, tmp_path)
+    doc = json.loads(whole_scan("7.2")[0])
     assert _works(doc) == sorted(LABELS["7.2"] + FAR["7.2"] + TABLES["7.2"])
     assert _findings(doc, "flush-queue-mismatch") == []
     assert _self_waits(doc) == _reported("7.2")
 
 
 @pytest.fixture(scope="module")
-def linux_7_3_doc(linux_7_3, tmp_path_factory):
+def linux_7_3_doc(whole_scan):
     """One whole-7.3 scan for the tests of both rules."""
-    return _scan(linux_7_3, tmp_path_factory.mktemp("xdg-7.3"))
+    return json.loads(whole_scan("7.3")[0])
 
 
 def test_reclaim_flush_dependency_on_7_3(linux_7_3_doc):
