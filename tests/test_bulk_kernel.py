@@ -22,10 +22,15 @@ DATE = "Sun, 22 Nov 2026 12:00:00 +0000"
 
 @pytest.fixture(scope="module")
 def bulk_612(linux_6_12, tmp_path_factory):
+    """bulk's series of the whole tree, its run, and `wqlint fix --diff` of the tree (one
+    index for both: the second run reads the tree from the index the first one built)."""
     out = tmp_path_factory.mktemp("bulk") / "out"
-    got = run("bulk", linux_6_12, "--target", "mainline", "--out", out, "--date", DATE)
+    env = {"XDG_CACHE_HOME": str(tmp_path_factory.mktemp("xdg-bulk"))}
+    got = run("bulk", linux_6_12, "--target", "mainline", "--out", out, "--date", DATE, env=env)
     assert got.exit_code == 0, got.stderr[-2000:]
-    return out, got
+    diff = run("fix", linux_6_12, "--target", "mainline", "--diff", env=env)
+    assert diff.exit_code == 0, diff.stderr[-2000:]
+    return out, got, diff.stdout
 
 
 def _touched(patches) -> list:
@@ -43,7 +48,7 @@ def _mini(tree: Path, files: list, dest: Path) -> Path:
 
 
 def test_series_passes_checkpatch_and_applies_like_fix(bulk_612, linux_6_12, tmp_path):
-    out, got = bulk_612
+    out, got, diff = bulk_612
     patches = sorted(out.glob("[0-9][0-9][0-9][0-9]-*.patch"))
     assert patches[0].name == "0000-cover-letter.patch"
     series = patches[1:]
@@ -97,16 +102,15 @@ def test_series_passes_checkpatch_and_applies_like_fix(bulk_612, linux_6_12, tmp
     am = subprocess.run(["git", *ident, "am", "-q", *map(str, series)], cwd=repo, capture_output=True, text=True)
     assert am.returncode == 0, am.stderr[-2000:]
 
-    diff = run("fix", linux_6_12, "--target", "mainline", "--diff").stdout
     other = _mini(linux_6_12, sorted(set(re.findall(r"^\+\+\+ b/(\S+)$", diff, re.M))), tmp_path / "fix")
     subprocess.run(["patch", "-p1", "-s"], input=diff, text=True, cwd=other, check=True)
     for rel in files:
         assert (repo / rel).read_bytes() == (other / rel).read_bytes(), rel
 
 
-def _differ_from_spatch(tree: Path, out: Path, target: str, tmp_path: Path) -> tuple:
-    """(files `wqlint fix --diff` changes, those spatch with out/fix.cocci writes otherwise)."""
-    diff = run("fix", tree, "--target", target, "--diff").stdout
+def _differ_from_spatch(tree: Path, out: Path, diff: str, tmp_path: Path) -> tuple:
+    """(files diff, of `wqlint fix --diff`, changes; those spatch with out/fix.cocci writes
+    otherwise)."""
     files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)$", diff, re.M)))
     by_spatch = _mini(tree, files, tmp_path / "spatch")
     by_wqlint = _mini(tree, files, tmp_path / "wqlint")
@@ -129,7 +133,8 @@ PARITY_GAP = ["drivers/gpu/drm/i915/gt/uc/intel_guc_ct.c", "kernel/rcu/tasks.h"]
 def test_fix_cocci_makes_the_same_change(bulk_612, linux_6_12, tmp_path):
     """spatch with fix.cocci writes the same bytes as `wqlint fix` in every touched file
     but the known ones."""
-    files, differ = _differ_from_spatch(linux_6_12, bulk_612[0], "mainline", tmp_path)
+    out, _got, diff = bulk_612
+    files, differ = _differ_from_spatch(linux_6_12, out, diff, tmp_path)
     assert len(files) == 522 and differ == PARITY_GAP
 
 
@@ -180,7 +185,8 @@ def test_reference_series_compiles_on_the_patched_tree(reference_tree, tmp_path)
 
 def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
     out = tmp_path / "out"
-    got = run("bulk", reference_tree, "--target", "reference", "--out", out, "--date", DATE)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}  # one index for bulk and fix
+    got = run("bulk", reference_tree, "--target", "reference", "--out", out, "--date", DATE, env=env)
     assert got.exit_code == 0, got.stderr[-2000:]
     # as on mainline, the flushes from reclaim work of nvmet-fc's and the FC transport's queues
     # are suggestions (a queue per object), the waits for system queues have no fix,
@@ -188,7 +194,9 @@ def test_reference_fix_cocci_makes_the_same_change(reference_tree, tmp_path):
     assert got.stderr.splitlines()[-1] == ("wqlint: 724 finding(s) fixed in 527 file(s) "
                                            "(target reference, v6.12.117); 43 not fixed")
     assert "not fixed [reclaim-flush-dependency] (3): suggestion, made only with --suggestions: " in got.stderr
-    files, differ = _differ_from_spatch(reference_tree, out, "reference", tmp_path)
+    diff = run("fix", reference_tree, "--target", "reference", "--diff", env=env)
+    assert diff.exit_code == 0, diff.stderr[-2000:]
+    files, differ = _differ_from_spatch(reference_tree, out, diff.stdout, tmp_path)
     assert len(files) == 527 and differ == PARITY_GAP
 
 
