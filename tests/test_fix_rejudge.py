@@ -155,7 +155,7 @@ def test_a_file_changed_after_the_scan_is_judged_again(tmp_path, monkeypatch):
         root = _tree(tmp_path / cache, TWO_CALLS)
         path = root / "drivers/demo/demo.c"
 
-        def scan_then_edit(*args, **kw):
+        def scan_then_edit(*args, path=path, **kw):
             got = real(*args, **kw)
             path.write_text(TWO_CALLS.replace("WQ_MEM_RECLAIM, 0", "WQ_MEM_RECLAIM | WQ_PERCPU, 0"))
             return got

@@ -466,7 +466,7 @@ def test_a_queue_is_named_with_its_known_arguments_filled_in():
     is not known, the format stays and the chain says where the argument comes from."""
     from wqlint.checks.reclaim_flush_dependency import kernel_name
     from wqlint.scan.site import NameArgs, Site
-    from wqlint.scan.values import Const, Param, Str, Unknown
+    from wqlint.scan.values import Alt, Const, Param, Str, Unknown
     from wqlint.finding import Step
 
     def site(fmt, *args):
@@ -479,6 +479,15 @@ def test_a_queue_is_named_with_its_known_arguments_filled_in():
     assert kernel_name(site("ntfc%d.%d.%d", Const(None, 1), Unknown(note, "field"), Param(None, "f", 1, "qid"))) == (
         "ntfc1.%d.%d", "%d from 'assoc' field 'a_id', %d from parameter 'qid' of f()")
     assert kernel_name(site("w%*d", Const(None, 3), Const(None, 1))) == ("w%*d", "")  # a width from an argument
+    # An argument of alloc_ordered_workqueue()'s variable ones: bound at its caller, the
+    # caller's argument is where it comes from (not the macro's parameter).
+    spread = Step("wq.h", 9, "alloc_workqueue(fmt, ..., ##args)",
+                  "the name's arguments are those of alloc_ordered_workqueue() from argument 3")
+    bound = Step("b.c", 770, "alloc_ordered_workqueue(\"bfad_wq_%d\", WQ_MEM_RECLAIM, bfad->inst_no);",
+                 "'args[0]' <- argument 3 'bfad->inst_no' of alloc_ordered_workqueue()")
+    field = Unknown(Step("b.c", 770, "bfad->inst_no);", "'bfad' field 'inst_no'"), "field")
+    assert kernel_name(site("bfad_wq_%d", Alt(spread, (Alt(bound, (field,), ""),), ""))) == (
+        "bfad_wq_%d", "%d from 'bfad' field 'inst_no'")
 
 
 def test_a_path_needing_more_text_searches_than_a_round_allows_is_still_followed(monkeypatch):

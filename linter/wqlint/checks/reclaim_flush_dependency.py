@@ -21,7 +21,7 @@ from wqlint.checks.common import applies, flow_finding
 from wqlint.checks.context import CheckContext
 from wqlint.finding import At, Finding, Hints, NoFix, Step, Work
 from wqlint.scan.site import Flow
-from wqlint.scan.values import CpuCount, Param, Tunable, Unknown, evaluate, strings_of, walk
+from wqlint.scan.values import Alt, CpuCount, Param, Tunable, Unknown, evaluate, strings_of, walk
 
 RULE = "reclaim-flush-dependency"
 READS = frozenset({"flow"})
@@ -271,7 +271,12 @@ def _printed(value, flags: str, width, prec, conv: str):
 
 
 def _origin(value) -> str:
-    """Where an argument of a name comes from, as its resolution says."""
+    """Where an argument of a name comes from, as its resolution says: through a macro's
+    variable arguments (an Alt of one option for each step), where the caller's argument
+    comes from."""
+    while isinstance(value, Alt) and len(value.options) == 1 and (
+            isinstance(value.options[0], Param) or value.options[0].step is not None):
+        value = value.options[0]
     if isinstance(value, Param):
         return f"parameter '{value.name}' of {value.function}()"
     if value.step is not None:
