@@ -267,7 +267,8 @@ def test_each_work_reaching_one_flush_is_fixed_and_counted():
 
 def test_a_queue_named_from_a_buffer_snprintf_fills_is_shown_by_its_format(tmp_path):
     """zfcp's shape on 6.1 and 6.12: the queue's name is a local array snprintf() fills; the
-    warning shows its format, as for any other formatted name, not the variable."""
+    warning shows its format, as for any other formatted name, not the variable, and the
+    chain where the arguments it prints come from."""
     (tmp_path / "zq.c").write_text(
         "#include <linux/workqueue.h>\n"
         "struct zq { struct workqueue_struct *wq, *aux; struct work_struct w; };\n"
@@ -293,7 +294,8 @@ def test_a_queue_named_from_a_buffer_snprintf_fills_is_shown_by_its_format(tmp_p
     assert f["line"] == 7
     assert 'the kernel warns "workqueue: WQ_MEM_RECLAIM zq_q_%s:zq_fn is flushing !WQ_MEM_RECLAIM zq_aux:0x0"' \
         in f["message"]
-    assert f["chain"][0]["note"].startswith("alloc_ordered_workqueue() allocates zq_q_%s ")
+    assert f["chain"][0]["note"].startswith("alloc_ordered_workqueue() allocates zq_q_%s (flags 'WQ_MEM_RECLAIM'; "
+                                            "name's %s from parameter 'bus' of zq_init()) ")
     assert not [f for f in doc["findings"] if f["rule"] == "workqueue-name-too-long"]
 
 

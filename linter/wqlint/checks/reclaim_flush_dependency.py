@@ -214,14 +214,16 @@ def kernel_name(site) -> tuple:
     from). The format with each argument that is one known string or number filled in
     (alloc_ordered_workqueue("%s", WQ_MEM_RECLAIM, "fc_rport_eq") is fc_rport_eq), else kept
     as written ("ntfc%d.%d.%d", its arguments named); a name held in a variable is the one
-    format it comes from (a local buffer snprintf() fills: "zfcp_q_%s")."""
+    format it comes from, filled in the same way from the arguments printed with it (a local
+    buffer snprintf() fills: "zfcp_q_%s")."""
     written = site.queue.strip('"') if site.queue.startswith('"') else site.queue
     if site.name is None:
         return written, ""
     fmt = _one_string(site.name.fmt)
     if not fmt:
-        printed = [v.printed for v in walk(site.name.fmt) if isinstance(v, Unknown) and v.printed is not None]
-        return (_one_string(printed[0]) if len(printed) == 1 else "") or written, ""
+        printed = [v for v in walk(site.name.fmt) if isinstance(v, Unknown) and v.printed is not None]
+        text = _one_string(printed[0].printed) if len(printed) == 1 else ""
+        return _filled(text, list(printed[0].printed_args)) if text else (written, "")
     if site.queue.startswith('"') or site.name.args:
         return _filled(fmt, list(site.name.args))
     return fmt, ""
@@ -274,14 +276,15 @@ def _origin(value) -> str:
     """Where an argument of a name comes from, as its resolution says: through a macro's
     variable arguments (an Alt of one option for each step), where the caller's argument
     comes from."""
-    while isinstance(value, Alt) and len(value.options) == 1 and (
-            isinstance(value.options[0], Param) or value.options[0].step is not None):
+    seen = ""
+    while isinstance(value, Alt) and len(value.options) == 1:
+        seen = value.step.note if value.step is not None else seen
         value = value.options[0]
     if isinstance(value, Param):
         return f"parameter '{value.name}' of {value.function}()"
     if value.step is not None:
         return value.step.note
-    return getattr(value, "why", "") or "a value not known"
+    return getattr(value, "why", "") or seen or "a value not known"
 
 
 def _one_string(value) -> str:

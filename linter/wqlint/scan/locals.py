@@ -33,9 +33,10 @@ class Locals:
         written = _array_written_by_call(name, use, scope)
         if written is not None:
             step = step_of(scope, written, f"local array '{name}' is filled by '{short(parser.text(written), 40)}'")
-            fmt = _printed_format(written, name) if self.ask.naming else None
+            fmt, more = _printed_format(written, name) if self.ask.naming else (None, [])
             printed = self.ask.resolve(fmt, scope, depth + 1, seen, expand_params) if fmt is not None else None
-            return Unknown(step, f"local array '{name}' written by a call", printed=printed)
+            args = tuple(self.ask.resolve(a, scope, depth + 1, seen, expand_params) for a in more)
+            return Unknown(step, f"local array '{name}' written by a call", printed=printed, printed_args=args)
         states = self.reaching.flow(scope, use, lambda left: left is not None and left.type == "identifier"
                              and parser.text(left) == name, lambda d: declarator_name(d) == name)
         if states is not None:
@@ -126,15 +127,16 @@ def _array_written_by_call(name: str, use, scope: Scope):
 _PRINTS = {"snprintf": 2, "scnprintf": 2, "sprintf": 1}
 
 
-def _printed_format(call, name: str):
-    """The format argument of a snprintf()-like call printing into the array name, or None."""
+def _printed_format(call, name: str) -> tuple:
+    """(the format argument of a snprintf()-like call printing into the array name, the
+    arguments after it), or (None, [])."""
     fn = call.child_by_field_name("function")
     at = _PRINTS.get(parser.text(fn)) if fn is not None else None
     args = call.child_by_field_name("arguments")
     given = [a for a in (args.named_children if args is not None else []) if a.type != "comment"]
     if at is None or len(given) <= at or parser.text(given[0]) != name:
-        return None
-    return given[at]
+        return None, []
+    return given[at], given[at + 1:]
 
 
 def _kill(defs, use) -> list:
