@@ -45,7 +45,7 @@ class Unknown(Value):
     # buffer's value (the arguments are formatted into it); what shows a queue named from it
     # as the kernel's warnings show a format ("zfcp_q_%s").
     printed: Optional[Value] = field(default=None, compare=False)
-    printed_args: tuple = field(default=(), compare=False)  # the Values printed by its format
+    printed_args: tuple[Value, ...] = field(default=(), compare=False)  # the Values its format prints
 
 
 @dataclass(frozen=True)
