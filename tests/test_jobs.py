@@ -134,3 +134,39 @@ def test_whole_tree_reports_of_one_and_four_jobs_are_the_same(tree, request, tmp
                env={"XDG_CACHE_HOME": str(tmp_path / "cache")}) for jobs in (1, 4)]
     assert [r.exit_code for r in got] == [1, 1], got[0].stderr[-2000:] + got[1].stderr[-2000:]
     assert got[0].stdout == got[1].stdout
+
+
+def test_no_worker_is_forked_while_the_searches_of_the_trees_description_run(tmp_path, monkeypatch):
+    """A scan of a whole tree starts the searches of its description (scan.description)
+    before it resolves the allocation sites. A worker forked while one of them ran would
+    wait for it forever when it asks the description (the thread is not in the child), or
+    for a lock that thread held. Here the searches take seconds and the works of three
+    subsystems wait for themselves: the waits are split over workers, never before the
+    searches have ended; the report is one process's."""
+    from wqlint import tools
+    from wqlint.scan import description
+
+    root = tmp_path / "tree"
+    for sub in ("drivers/a", "drivers/b", "fs/c"):
+        (root / sub).mkdir(parents=True)
+        shutil.copy(RULES / "self-flush-deadlock.c", root / sub / "self.c")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "rg").write_text(  # (the description's: --heading over the whole tree)
+        f'#!/bin/sh\ncase "$*" in *--max-depth*) ;; *--heading*) sleep 6;; esac\nexec {tools.which("rg")} "$@"\n')
+    (bin_dir / "rg").chmod(0o755)
+    started: list = []
+    start = description.Description.start
+    monkeypatch.setattr(description.Description, "start", lambda self: started.append(self) or start(self))
+    running_at_fork: list = []
+    forked = tools.forked
+
+    def watched(task, shares, meanwhile=None):
+        running_at_fork.append([not f.done() for d in started for f in (d._started or ())])
+        return forked(task, shares, meanwhile)
+    monkeypatch.setattr(tools, "forked", watched)
+    one = _json(root, 1, tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    four = _json(root, 4, tmp_path)
+    assert started and running_at_fork and not any(any(r) for r in running_at_fork), running_at_fork
+    assert one == four

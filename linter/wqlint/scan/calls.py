@@ -51,7 +51,7 @@ _FAR = 1 << 30  # no flush within reach
 class Calls:
     """The functions of a tree as scan.work follows them from a work function to a flush."""
 
-    def __init__(self, index, text: SubsystemText, not_followed: frozenset):
+    def __init__(self, index, text: SubsystemText, not_followed: frozenset, ops: Optional[Description] = None):
         self.index = index
         self.text = text
         self.not_followed = not_followed  # names never followed (the API's own calls)
@@ -73,7 +73,8 @@ class Calls:
         # (start, radius, waits) -> (searches made, answer, misses it counted) of an answer
         # that waits for a search: the same until the next search, so worked out once per round.
         self._provisional: dict = {}
-        self.ops = Description(index)  # the tree's tables of functions, read when first asked
+        # the tree's tables of functions, read when first asked (the engine's, when it started their searches)
+        self.ops = ops if ops is not None else Description(index)
         self._tables: dict = {}  # (member, holder, base, type of base) -> _table_targets()
         self._wide: dict = {}  # name -> wide_definition()
         self._steps: dict = {}  # a definition -> _stepsstep_out()

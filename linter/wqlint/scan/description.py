@@ -7,7 +7,8 @@
   definition of a function not declared static.
 
 Built once per scan, when first asked, by three ripgrep runs over the whole tree started
-together (the initialisers and the variables' types in every .c and .h file; the structs'
+together, or earlier, by start(): a scan of a whole tree starts them before it resolves its
+allocation sites, which takes one core, and reads their output when first asked (the initialisers and the variables' types in every .c and .h file; the structs'
 members in the .h files, where the structs that files share are declared; the headers of
 the .c files' functions). A file's lines are read in order: an initialiser belongs to the
 struct variable opened last before it, a member to the struct defined last, each until the
@@ -62,6 +63,7 @@ class Description:
         self._exported: dict = {}  # name -> b'num line offset;...'
         self._types: dict = {}  # rel -> the struct types of the variables it initialises
         self._types_in: dict = {}  # files -> types_in()
+        self._started: Optional[list] = None  # start(): the searches' futures, until read
 
     # -- asking ------------------------------------------------------------------------------
     def member_types(self, member: str) -> dict:
@@ -132,22 +134,39 @@ class Description:
         if self._inits is None:
             self._read_tree()
 
-    @timed("description")
-    def _read_tree(self) -> None:
-        self._inits = {}
-        index = self.index
-        memory = {**index.extra, **index.tree_files.in_memory(), **index.preloaded}
+    def start(self) -> None:
+        """Start the tree's searches (when ripgrep is there), to be read when first asked.
+        Each is a thread waiting for its ripgrep: nothing of the scan's own is touched until
+        load() reads their output. A process must settle() them before it forks."""
         rg = tools.which("rg")
-        if rg:
-            from concurrent.futures import ThreadPoolExecutor  # (imports logging: only when asked)
-            with ThreadPoolExecutor(3) as pool:  # the searches run together
-                asked = [pool.submit(_search, rg, index, [INIT, VAR], ["*.c", "*.h"], "initialisers"),
+        if rg is None or self._started is not None or self._inits is not None:
+            return
+        from concurrent.futures import ThreadPoolExecutor  # (imports logging: only when asked)
+        pool = ThreadPoolExecutor(3)  # the searches run together
+        index = self.index
+        self._started = [pool.submit(_search, rg, index, [INIT, VAR], ["*.c", "*.h"], "initialisers"),
                          pool.submit(_search, rg, index, [DEF, MEMBER, END], ["*.h"], "struct members"),
                          pool.submit(_search, rg, index, [EXTERN_HEADER + r"[^;]*$"], ["*.c"], "functions",
                                      ("--byte-offset",))]
-                for got in asked[:2]:
-                    self._read(got.result(), skip=memory)
-                self._read(asked[2].result(), skip=memory, headers=True)
+        pool.shutdown(wait=False)
+
+    def settle(self) -> None:
+        """Wait for the searches start() began: a process forked while a thread runs would
+        wait for it forever, or for a lock it held."""
+        for got in self._started or ():
+            got.exception()
+
+    @timed("description")
+    def _read_tree(self) -> None:
+        self.start()
+        self._inits = {}
+        index = self.index
+        memory = {**index.extra, **index.tree_files.in_memory(), **index.preloaded}
+        if self._started is not None:
+            asked, self._started = self._started, None
+            for got in asked[:2]:
+                self._read(got.result(), skip=memory)
+            self._read(asked[2].result(), skip=memory, headers=True)
         else:
             memory = {rel: index.text(rel) for rel in index.dir_files("", recursive=True)
                       if is_c_source(rel) and not rel.startswith("<")}

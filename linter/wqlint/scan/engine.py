@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from wqlint import api
 from wqlint.finding import InputError, Report
 from wqlint.scan.cpp import Decider
+from wqlint.scan.description import Description
 from wqlint.scan.index import TreeFiles, TreeIndex
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.phases import timed
@@ -82,6 +83,7 @@ class Engine:
         self.resolver = Resolver(self.index, self.cpp)
         self.cpp.build_dirs = targets.build_dirs()
         self.api = TreeApi(self.index, self.resolver, chosen)
+        self.description = Description(self.index)  # the tree's tables and functions (scan.work's)
         self.finder = SiteFinder(self.index, self.resolver, self.cpp, targets, self.focus, store, self.api_header)
 
     @property
@@ -223,6 +225,10 @@ class Engine:
         # which would otherwise cost a second pass over the tree once their #define is read.
         # With the rules of work items on, the flushes too (the files where scan.work looks
         # for a callee its caller's subsystem does not define).
+        if "" in self.targets.rels and "flow" not in self.options.unread:
+            # The work model reads the whole tree's description: its searches run while the
+            # sites are resolved, on a core that would wait.
+            self.description.start()
         for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES] + (
                 [] if "flow" in self.options.unread else [c.name for c in api.FLUSH_CALLS]) + (
                 [] if "wait" in self.options.unread else list(api.SELF_WAITS)):

@@ -38,6 +38,7 @@ def self_waits(index, model: WorkModel, wanted, jobs: int) -> list:
         for rel, _line in occ:
             if wanted(rel):
                 weights[directory(rel)] = weights.get(directory(rel), 0) + 1
+    model.calls.ops.settle()
     got = split(index, jobs, weights, lambda part: selfwait.self_waits(
         index, model, lambda rel: directory(rel) in part and wanted(rel)), shared=model.sites)
     if got is None:

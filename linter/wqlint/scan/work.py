@@ -53,7 +53,7 @@ class WorkModel:
         self.sites = sites
         self.helpers = helper_queues  # {helper: (queue, Step)}
         self.text = SubsystemText(self.index, _API_NAMES)
-        self.calls = Calls(self.index, self.text, _NOT_FOLLOWED)
+        self.calls = Calls(self.index, self.text, _NOT_FOLLOWED, engine.description)
         self._keys: dict = {}  # id(site) -> Key | None
         self._fn_memo: dict = {}
         self._related: dict = {}  # rel -> set of the files of its subsystem
