@@ -169,3 +169,22 @@ def test_a_file_changed_after_the_scan_is_judged_again(tmp_path, monkeypatch):
         assert '\ta = alloc_workqueue("a", WQ_MEM_RECLAIM | WQ_PERCPU, 0);' in text
         assert '\tb = alloc_workqueue("b", WQ_HIGHPRI | WQ_PERCPU, 0);' in text
         assert got.stderr.splitlines()[-1].startswith("wqlint: 1 finding(s) fixed in 1 file(s)")
+
+
+def test_a_scan_that_does_not_say_what_it_read_is_judged_again(tmp_path, monkeypatch):
+    """A scan's findings stand as fix's judgement only where it says which bytes it judged: a
+    result made without that (lint.Linted's default) has fix judge the files again, and fix
+    still fixes both calls."""
+    from wqlint import lint
+
+    real = lint.run
+    monkeypatch.setattr(lint, "run", lambda *a, **kw: (lambda got: lint.Linted(got.report, got.config,
+                                                                              got.config_error))(real(*a, **kw)))
+    root = _tree(tmp_path, TWO_CALLS)
+    calls = _counting_rejudge(monkeypatch)
+    got = run("fix", root, "--target", "mainline", "--apply")
+    assert got.exit_code == 0, got.stderr
+    assert calls == [["drivers/demo/demo.c"]]
+    text = (root / "drivers/demo/demo.c").read_text()
+    assert '\ta = alloc_workqueue("a", WQ_MEM_RECLAIM | WQ_PERCPU, 0);' in text
+    assert '\tb = alloc_workqueue("b", WQ_HIGHPRI | WQ_PERCPU, 0);' in text

@@ -2,7 +2,7 @@
 the tree's own configuration (.wqlint.yaml, read once) leaves them on."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from wqlint import config
@@ -22,7 +22,9 @@ class Linted:
     report: Report
     config: Optional[Config]  # None: the tree's .wqlint.yaml cannot be used (config_error)
     config_error: Optional[ConfigError] = None
-    read: Optional[dict] = None  # rel -> digest of the bytes the scan judged (None: read from disk by it)
+    # rel -> digest of the bytes the scan judged (a value None: read from disk by it, no index);
+    # empty: not known, and fix judges its files again (fix.plan._as_judged())
+    read: dict = field(default_factory=dict)
 
     def tree_config(self) -> Config:
         """The tree's configuration; its ConfigError when it cannot be used."""

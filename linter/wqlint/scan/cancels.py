@@ -25,7 +25,6 @@ from wqlint.scan.scope import Scope, scope_of
 from wqlint.scan.site import Cancel, Flow, Key
 from wqlint.scan.source import call_at
 from wqlint.scan.structs import struct_type_name
-from wqlint.scan.tags import inner
 
 _CANCEL_RE = re.compile(rb"\b(" + "|".join(sorted(api.CANCELS, key=len, reverse=True)).encode() + rb")\s*\(")
 _CANCELS = {name: name for name in api.CANCELS}
@@ -134,19 +133,19 @@ class Cancels:
         """The struct of the object whose member an item expression names, when that object
         is what a function-like macro gives and the macro's value is a cast to a struct
         pointer; '' otherwise."""
-        node = inner(node)
+        node = parser.inner(node)
         if node is not None and node.type == "field_expression":
-            obj = inner(node.child_by_field_name("argument"))
+            obj = parser.inner(node.child_by_field_name("argument"))
             if parser.text(node.child_by_field_name("field")) == "work" and obj is not None \
                     and obj.type == "field_expression":
-                node, obj = obj, inner(obj.child_by_field_name("argument"))  # a delayed_work's own work
+                node, obj = obj, parser.inner(obj.child_by_field_name("argument"))  # a delayed_work's own work
         else:
             return ""
         fn = obj.child_by_field_name("function") if obj is not None and obj.type == "call_expression" else None
         if fn is None or fn.type != "identifier":
             return ""
         for value, _ in self.model.resolver.macros.accessor_values(parser.text(fn), scope.src):
-            value = inner(value)
+            value = parser.inner(value)
             if value is not None and value.type == "cast_expression":
                 return struct_type_name(parser.text(value.child_by_field_name("type"))) or ""
         return ""

@@ -113,8 +113,7 @@ class Macros:
             if chunk is None or not chunk.macro_is_function:
                 continue
             expr, mscope = self.value_node(chunk)
-            while expr is not None and expr.type == "parenthesized_expression":
-                expr = next((c for c in expr.named_children if c.type != "comment"), None)
+            expr = parser.inner(expr, ("parenthesized_expression",))
             if expr is not None:
                 yield expr, mscope
 

@@ -126,6 +126,15 @@ def args(call) -> list:
     return [a for a in lst.named_children if a.type != "comment"] if lst is not None else []
 
 
+def inner(node, through: tuple = ("parenthesized_expression", "pointer_expression")):
+    """node without what of through is around it: by default the parentheses, the
+    address-of and the dereference."""
+    while node is not None and node.type in through:
+        node = node.child_by_field_name("argument") if node.type == "pointer_expression" else \
+            next((c for c in node.named_children if c.type != "comment"), None)
+    return node
+
+
 def unparen(text: str) -> str:
     """text without blanks around it and without parentheses that enclose all of it."""
     text = text.strip()

@@ -14,7 +14,7 @@ def declared_tag(obj, scope: Scope, pointee: Optional[Callable] = None) -> str:
     variable of its file, a cast, container_of()), or, for a member of another object, the
     one struct pointee(name) says a member of that name points to (the tree's headers:
     scan.description); '' when it takes a lookup elsewhere."""
-    obj = inner(obj)
+    obj = parser.inner(obj)
     if obj is None:
         return ""
     if obj.type == "identifier" and scope.kind == "function":
@@ -30,14 +30,6 @@ def declared_tag(obj, scope: Scope, pointee: Optional[Callable] = None) -> str:
     if obj.type == "field_expression" and pointee is not None:
         return pointee(parser.text(obj.child_by_field_name("field")))
     return ""
-
-
-def inner(node):
-    """node without the parentheses, the address-of and the dereference around it."""
-    while node is not None and node.type in ("parenthesized_expression", "pointer_expression"):
-        node = node.child_by_field_name("argument") if node.type == "pointer_expression" else \
-            next((c for c in node.named_children if c.type != "comment"), None)
-    return node
 
 
 def split_call(text: str) -> Optional[list]:
