@@ -6,14 +6,14 @@
 - the functions other files can call: the lines of the .c files that may start the
   definition of a function not declared static.
 
-Built once per scan, when first asked, by three ripgrep runs over the whole tree started
-together, or earlier, by start(): a scan of a whole tree starts them before it resolves its
-allocation sites, which takes one core, and reads their output when first asked (the initialisers and the variables' types in every .c and .h file; the structs'
-members in the .h files, where the structs that files share are declared; the headers of
-the .c files' functions). A file's lines are read in order: an initialiser belongs to the
-struct variable opened last before it, a member to the struct defined last, each until the
-`};` that ends it. Files held in memory (a review's patched files) are read there; without
-ripgrep the tree is read file by file.
+Built once per scan by two ripgrep runs over the whole tree started together: when first
+asked, or earlier, by start() (a scan of a whole tree starts them before it resolves its
+allocation sites, which takes one core). One finds the initialisers and the variables'
+types, and the structs' members (read in the .h files only, where the structs that files
+share are declared); the other the headers of the .c files' functions. A file's lines are
+read in order: an initialiser belongs to the struct variable opened last before it, a member
+to the struct defined last, until the `};` that ends it. Files held in memory (a review's
+patched files) are read there; without ripgrep the tree is read file by file.
 """
 from __future__ import annotations
 
@@ -142,10 +142,10 @@ class Description:
         if rg is None or self._started is not None or self._inits is not None:
             return
         from concurrent.futures import ThreadPoolExecutor  # (imports logging: only when asked)
-        pool = ThreadPoolExecutor(3)  # the searches run together
+        pool = ThreadPoolExecutor(2)  # the searches run together
         index = self.index
-        self._started = [pool.submit(_search, rg, index, [INIT, VAR], ["*.c", "*.h"], "initialisers"),
-                         pool.submit(_search, rg, index, [DEF, MEMBER, END], ["*.h"], "struct members"),
+        self._started = [pool.submit(_search, rg, index, [INIT, VAR, DEF, MEMBER, END], ["*.c", "*.h"],
+                                     "initialisers and struct members"),
                          pool.submit(_search, rg, index, [EXTERN_HEADER + r"[^;]*$"], ["*.c"], "functions",
                                      ("--byte-offset",))]
         pool.shutdown(wait=False)
@@ -164,9 +164,8 @@ class Description:
         memory = {**index.extra, **index.tree_files.in_memory(), **index.preloaded}
         if self._started is not None:
             asked, self._started = self._started, None
-            for got in asked[:2]:
-                self._read(got.result(), skip=memory)
-            self._read(asked[2].result(), skip=memory, headers=True)
+            self._read(asked[0].result(), skip=memory)
+            self._read(asked[1].result(), skip=memory, headers=True)
         else:
             memory = {rel: index.text(rel) for rel in index.dir_files("", recursive=True)
                       if is_c_source(rel) and not rel.startswith("<")}
@@ -189,7 +188,7 @@ class Description:
                 if headers:
                     self._add_headers(rel, _HEADER_RE.findall(out, at + 1, end))
                 else:
-                    self._add(rel, _LINE_RE.findall(out, at + 1, end))
+                    self._add_lines(rel, _LINE_RE.findall(out, at + 1, end))
             start = end + 1
 
     def _read_file(self, rel: str, data: bytes, headers: bool) -> None:
@@ -197,7 +196,7 @@ class Description:
         pats = [INIT, VAR] + ([DEF, MEMBER, END] if headers else [])
         rx = re.compile("|".join(f"(?:{p})" for p in pats).encode())
         lines = [b"%d:%s\n" % (n, line) for n, line in enumerate(data.split(b"\n"), 1) if rx.match(line)]
-        self._add(rel, _LINE_RE.findall(b"\n" + b"".join(lines)))
+        self._add_lines(rel, _LINE_RE.findall(b"\n" + b"".join(lines)))
         if rel.endswith(".c"):
             heads, offset = [], 0
             extern = re.compile((EXTERN_HEADER + r"[^;]*$").encode())
@@ -206,6 +205,13 @@ class Description:
                     heads.append(b"%d:%d:%s\n" % (n, offset, line))
                 offset += len(line) + 1
             self._add_headers(rel, _HEADER_RE.findall(b"\n" + b"".join(heads)))
+
+    def _add_lines(self, rel: str, records: list) -> None:
+        """_LINE_RE's records of a file: the initialisers and the variables they are of, then
+        (in a header) the members of the structs it defines, read apart."""
+        self._add(rel, [r for r in records if not (r[3] or r[5] or r[6])])
+        if rel.endswith(".h"):
+            self._add(rel, [r for r in records if r[3] or r[5] or r[6]])
 
     def _add_headers(self, rel: str, records) -> None:
         num = self._number(rel)
