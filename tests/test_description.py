@@ -45,3 +45,32 @@ def test_a_header_in_memory_reads_as_on_disk(tmp_path):
     assert on_disk == ({"ops": [("first_open", "include/ops.h", 7)]},
                        {"ops": [("second_close", "include/ops.h", 17)]},
                        {"ops": ("holder",)}, "ops")
+
+
+def _events(monkeypatch) -> list:
+    """'searched' when the description's searches start, 'sites' when a scan resolves its sites."""
+    from wqlint.scan import engine
+
+    events: list = []
+    start, sites = Description.start, engine.Engine.sites
+    monkeypatch.setattr(Description, "start", lambda self: events.append("searched") or start(self))
+    monkeypatch.setattr(engine.Engine, "sites", lambda self: events.append("sites") or sites(self))
+    return events
+
+
+def test_a_whole_trees_scan_searches_the_description_before_its_sites_a_review_never(monkeypatch):
+    """The searches of the whole tree's description start before a scan of the whole tree
+    resolves its sites (they run on a core the resolution leaves idle); a review, whose scans
+    look at the patched files' subsystems, starts them only if its work model asks (here it
+    does not): a whole-tree search for every patch would cost it several times its own work."""
+    from conftest import FIXTURES
+    from helpers import run
+
+    tree = FIXTURES / "review" / "tree"
+    events = _events(monkeypatch)
+    assert run("scan", "--no-cache", tree).exit_code in (0, 1)
+    assert events[:2] == ["searched", "sites"]
+    events.clear()
+    got = run("review", "--tree", tree, FIXTURES / "review" / "add-queue.patch", "--no-cache", "-j", "1")
+    assert got.exit_code == 1, got.stderr
+    assert "sites" in events and "searched" not in events

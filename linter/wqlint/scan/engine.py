@@ -225,9 +225,10 @@ class Engine:
         # which would otherwise cost a second pass over the tree once their #define is read.
         # With the rules of work items on, the flushes too (the files where scan.work looks
         # for a callee its caller's subsystem does not define).
-        if "" in self.targets.rels and "flow" not in self.options.unread:
-            # The work model reads the whole tree's description: its searches run while the
-            # sites are resolved, on a core that would wait.
+        if "" in self.targets.rels and self.focus.files is None and "flow" not in self.options.unread:
+            # The work model of a whole tree reads the tree's description: its searches run
+            # while the sites are resolved, on a core that would wait. (A review's focus on a
+            # few files seldom needs it.)
             self.description.start()
         for name in list(api.DEPRECATED_SYSTEM_QUEUES) + [e.name for e in api.ENTRIES] + (
                 [] if "flow" in self.options.unread else [c.name for c in api.FLUSH_CALLS]) + (
