@@ -852,3 +852,47 @@ def test_what_a_killed_save_left_is_removed_by_the_next(tree, cat):
     write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))  # so that the index is saved again
     lint.scan([str(tree)], cat, CACHED)
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, young.name, other.name])
+
+
+RECLAIM_C = """\
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *demo_wq;
+static struct work_struct demo_work;
+
+static void demo_fn(struct work_struct *work)
+{
+}
+
+int demo_init(void)
+{
+	demo_wq = alloc_workqueue("demo", WQ_MEM_RECLAIM,
+				  4096);
+	INIT_WORK(&demo_work, demo_fn);
+	queue_work(demo_wq, &demo_work);
+	return 0;
+}
+"""
+
+
+def test_a_file_changed_between_the_sites_and_the_work_model_is_not_kept_as_judged(tree, cat, monkeypatch):
+    """The scan lets go of files it read whole once the allocation sites are resolved, and the
+    work model reads again those it needs. A file whose bytes changed in between (its
+    names and the lines naming them the same: only a number on a line of its own) was judged from two versions: the index does not keep the
+    second as judged, and the next scan judges the file again rather than report the site of
+    bytes no longer there."""
+    from wqlint.scan.index import TreeIndex
+
+    write(tree, "drivers/demo/demo.c", RECLAIM_C)
+    release = TreeIndex.release_sources
+
+    def release_then_edit(self, keep=None):
+        release(self)  # every file, the queue's own too (its directory is kept otherwise)
+        write(tree, "drivers/demo/demo.c", RECLAIM_C.replace("4096", "16"))
+    monkeypatch.setattr(TreeIndex, "release_sources", release_then_edit)
+    first = lint.scan([str(tree)], cat, CACHED)
+    assert [(f.rule_id, f.line) for f in first.findings if f.path == "drivers/demo/demo.c"] == [
+        ("max-active-over-limit", 12)]
+    monkeypatch.setattr(TreeIndex, "release_sources", release)
+    again, fresh = both(tree, cat)
+    assert [f for f in again.findings if f.path == "drivers/demo/demo.c"] == []

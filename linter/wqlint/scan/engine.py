@@ -237,6 +237,20 @@ class Engine:
         sites = self.sites()
         bits = self.api.bits()
         uses = self.uses()
+        # The digest of each reported call's text (Finding.call_sha), from the files in memory
+        # now: a scan taken from the store then reads none of them again.
+        call_sha = {}
+        for s in list(sites) + list(uses):
+            src = self.index.files.get(s.path)
+            if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
+                call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
+        if not {"flow", "wait"} <= self.options.unread:
+            # The work model starts from the queues allocated with a rescuer: the files of
+            # their directories are kept, the others let go until asked for again.
+            rescuer = bits.bit(api.RESCUER_FLAG)
+            near = {s.path.rsplit("/", 1)[0] for s in sites
+                    if rescuer and any(v & rescuer for v in evaluate(s.flags, 1)[0])}
+            self.index.release_sources(keep=lambda rel: rel.rsplit("/", 1)[0] in near)
         flows = self._flows(sites, bits)
         waits = self._self_waits(sites)
         flows = unblocked(flows, waits)
@@ -258,13 +272,8 @@ class Engine:
                         read[rel] = digest(safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root))
                     except safeio.InputRefused:
                         read[rel] = ""
-        # The digest of each reported call's text (Finding.call_sha), from the files in memory
-        # now: a scan taken from the store then reads none of them again.
-        call_sha = {}
-        for s in list(sites) + list(uses):
-            src = self.index.files.get(s.path)
-            if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
-                call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
+                if rel in self.index.changed:
+                    read[rel] = ""  # other bytes when read again: not judged whole
         result = Analysis(sites=sites, uses=uses, flows=flows, waits=waits, bits=bits, bad=dict(self.index.bad),
                           errors=list(self.index.errors), parse_errors=dict(self.finder.parse_errors),
                           call_sha=call_sha, api_files=self.api_files, read=read)

@@ -63,13 +63,15 @@ def forget() -> None:
 def matches(name: str, node: tree_sitter.Node) -> list:
     """[(pattern_index, {capture: node})] with one node per capture, in document order.
 
-    Cached per node: chunks and their trees live for the whole run, so a node's id is unique.
+    Cached per node, with the node: its tree lives as long as the answer, so no other tree
+    takes its place in memory and its node's id (a place there) while it is kept, even when
+    the files the trees are of are let go (scan.index.TreeIndex.release_sources()).
     """
     key = (name, node.id, node.start_byte, node.end_byte)
     got = _MATCHES.get(key)
     if got is None:
-        got = _MATCHES[key] = _matches(name, node)
-    return got
+        got = _MATCHES[key] = (node, _matches(name, node))
+    return got[1]
 
 
 def _matches(name: str, node: tree_sitter.Node) -> list:
@@ -110,8 +112,8 @@ def of_kind_kept(node, kind: str) -> list:
     key = ("kind " + kind, node.id, node.start_byte, node.end_byte)
     got = _MATCHES.get(key)
     if got is None:
-        got = _MATCHES[key] = of_kind(node, kind)
-    return got
+        got = _MATCHES[key] = (node, of_kind(node, kind))  # (kept with its node: see matches())
+    return got[1]
 
 
 def callee(call) -> str:

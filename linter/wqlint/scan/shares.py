@@ -141,6 +141,7 @@ def _merge(index, seen: dict) -> None:
     """A worker's reading of the tree, as if this process had read it: the files (their
     digests, for the store), those it could not use, its errors and searches."""
     for rel, d in seen["looked"].items():
+        index.seen_again(rel, d)
         if rel not in index.files:
             index.looked.setdefault(rel, d)
     for rel, problem in seen["bad"].items():
