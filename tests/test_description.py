@@ -74,3 +74,24 @@ def test_a_whole_trees_scan_searches_the_description_before_its_sites_a_review_n
     got = run("review", "--tree", tree, FIXTURES / "review" / "add-queue.patch", "--no-cache", "-j", "1")
     assert got.exit_code == 1, got.stderr
     assert "sites" in events and "searched" not in events
+
+
+def test_an_initialisers_type_is_read_from_its_file_alone_until_the_tree_is_read(tmp_path, monkeypatch):
+    """initialiser_type() answers from the one file asked about while the tree's description is
+    not read (no search of the whole tree: a review asks of a few files), and the same as the
+    whole tree's description once it is."""
+    from wqlint.scan import description
+
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include/ops.h").write_bytes(HEADER)
+    asked = [("open", "include/ops.h", 7), ("close", "include/ops.h", 17), ("open", "include/ops.h", 17),
+             ("close", "include/ops.h", 3)]
+    d = Description(TreeIndex(tmp_path, jobs=1))
+    searched: list = []
+    search = description._search
+    monkeypatch.setattr(description, "_search", lambda *a, **kw: searched.append(a[4]) or search(*a, **kw))
+    alone = [d.initialiser_type(*q) for q in asked]
+    assert searched == []
+    assert alone == ["ops", "ops", "", ""]
+    d.load()
+    assert searched and [d.initialiser_type(*q) for q in asked] == alone

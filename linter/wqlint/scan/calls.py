@@ -79,7 +79,6 @@ class Calls:
         self._wide: dict = {}  # name -> wide_definition()
         self._steps: dict = {}  # a definition -> _stepsstep_out()
         self._read_calls: dict = {}  # a definition -> _calls_of()
-        self._types_at: dict = {}  # member -> {(rel, line) of an initialiser of it: its table's type}
 
     def function(self, name: str, near: str) -> Optional[Scope]:
         """The definition of function name: in near's file, else in its subsystem's files
@@ -494,11 +493,7 @@ class Calls:
     def _of_type(self, member: str, types: frozenset, at: tuple) -> bool:
         """Is the initialiser of member at (rel, line) one of a table of one of types (any,
         when they are not known), or of a type not known?"""
-        where = self._types_at.get(member)
-        if where is None:
-            where = self._types_at[member] = {(rel, line): t for t, rows in self.ops.initialisers(member).items()
-                                              for _fn, rel, line in rows}
-        ttype = where.get(at[:2], "")
+        ttype = self.ops.initialiser_type(member, at[0], at[1])
         return not types or not ttype or ttype in types
 
     def _body(self, at: tuple) -> Optional[bytes]:

@@ -64,6 +64,8 @@ class Description:
         self._types: dict = {}  # rel -> the struct types of the variables it initialises
         self._types_in: dict = {}  # files -> types_in()
         self._started: Optional[list] = None  # start(): the searches' futures, until read
+        self._types_at: dict = {}  # member -> {(rel, line) of an initialiser of it: its table's type}
+        self._file_types: dict = {}  # rel -> _initialiser_types() of it, before the tree is read
 
     # -- asking ------------------------------------------------------------------------------
     def member_types(self, member: str) -> dict:
@@ -114,6 +116,23 @@ class Description:
                 self._types_in.clear()
             got = self._types_in[key] = frozenset(t for rel in files for t in self._types.get(rel, ()))
         return got
+
+    def initialiser_type(self, member: str, rel: str, line: int) -> str:
+        """The struct type of the variable whose initialiser sets member at line of rel ('' when
+        not known, or when no initialiser of member is there), as initialisers() has it: from
+        the tree's description once it is read, else from rel alone, read as the description
+        reads a file (a review asks of a few files: not worth a search of the whole tree)."""
+        if self._inits is not None:
+            where = self._types_at.get(member)
+            if where is None:
+                where = self._types_at[member] = {(r, n): t for t, rows in self.initialisers(member).items()
+                                                  for _fn, r, n in rows}
+            return where.get((rel, line), "")
+        got = self._file_types.get(rel)
+        if got is None:
+            data = self.index.text(rel)
+            got = self._file_types[rel] = _initialiser_types(data) if data is not None else {}
+        return got.get((member, line), "")
 
     def exported(self, name: str) -> list:
         """[(rel, line, offset)] of the lines of the tree's .c files that may start the
@@ -253,6 +272,24 @@ class Description:
             elif vtype:
                 var = vtype
                 self._types.setdefault(rel, set()).add(vtype.decode())
+
+
+_INIT_OR_VAR = re.compile(f"(?:{INIT})|(?:{VAR})".encode())
+
+
+def _initialiser_types(data: bytes) -> dict:
+    """{(member, line): struct type} of the initialisers `.member = function` of a file's text,
+    each of the struct variable opened last before it, as Description._add() reads them."""
+    lines = [b"%d:%s\n" % (n, line) for n, line in enumerate(data.split(b"\n"), 1) if _INIT_OR_VAR.match(line)]
+    out: dict = {}
+    var = b""
+    for line, member, fn, _ptype, _pname, _sdef, _end, vtype in _LINE_RE.findall(b"\n" + b"".join(lines)):
+        if fn:
+            if fn not in _NOT_FUNCTION:
+                out[(member.decode(), int(line))] = var.decode()
+        elif vtype:
+            var = vtype
+    return out
 
 
 def _search(rg: str, index, patterns: list, globs: list, what: str, more: tuple = ()) -> bytes:
