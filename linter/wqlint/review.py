@@ -38,7 +38,7 @@ from wqlint.config import Config
 from wqlint.finding import Finding, InputError, InternalError, Report, stable_fingerprints
 from wqlint.machine import MAX_CPUS, NCPUS
 from wqlint.scan.engine import Engine, ScanResult
-from wqlint.scan.index import Overlay
+from wqlint.scan.treefiles import Overlay
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.targets import Targets, find_root
 from wqlint.scan.values import Op, cpu_path, evaluate, show

@@ -308,7 +308,7 @@ def rejudge(root: Path, catalogue, version: tuple, contents: dict, options: Scan
     from wqlint.checks import judge
     from wqlint.checks.context import make_context
     from wqlint.scan.engine import Engine
-    from wqlint.scan.index import Overlay
+    from wqlint.scan.treefiles import Overlay
     from wqlint.scan.targets import Targets
 
     targets = Targets([str(root / rel) for rel in sorted(contents)], root=root)

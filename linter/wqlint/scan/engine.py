@@ -16,7 +16,8 @@ from wqlint import api
 from wqlint.finding import InputError, Report
 from wqlint.scan.cpp import Decider
 from wqlint.scan.description import Description
-from wqlint.scan.index import TreeFiles, TreeIndex
+from wqlint.scan.index import TreeIndex
+from wqlint.scan.treefiles import TreeFiles
 from wqlint.scan.options import ScanOptions
 from wqlint.scan.phases import timed
 from wqlint.scan.resolve import Resolver

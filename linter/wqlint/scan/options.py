@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 from wqlint.machine import MAX_CPUS, NCPUS
 
 if TYPE_CHECKING:
-    from wqlint.scan.index import TreeFiles
+    from wqlint.scan.treefiles import TreeFiles
     from wqlint.scan.kerneltree import KernelTree
     from wqlint.scan.store import Store
 
