@@ -29,7 +29,9 @@ from wqlint.scan.subtext import EXTERN_HEADER
 # `.member = function,` alone on its line
 INIT = r"^\s*\.\s*[A-Za-z_]\w*\s*=\s*(?:&\s*)?[A-Za-z_]\w*\s*(?:,\s*)?$"
 # `static const struct file_operations x_fops = {`: a struct variable with an initialiser
-VAR = r"^(?:static\s+)?(?:const\s+)?struct\s+[A-Za-z_]\w*\s+(?:const\s+)?[A-Za-z_]\w*[^=;(]*=\s*\{?\s*$"
+# (each character taken one way: [^=;(]* holds \w*, and one run of blanks around the '{', so
+# that Python's matching of a file held in memory stays linear in its line)
+VAR = r"^(?:static\s+)?(?:const\s+)?struct\s+[A-Za-z_]\w*\s+(?:const\s+)?[A-Za-z_][^=;(]*=\s*(?:\{\s*)?$"
 # `struct file {`, `const struct file_operations *f_op;`, and the `};` that ends either
 DEF = r"^(?:typedef\s+)?(?:struct|union)\s+[A-Za-z_]\w*\s*\{"
 MEMBER = r"^\s+(?:const\s+)?struct\s+[A-Za-z_]\w*\s*\*\s*(?:const\s+)?[A-Za-z_]\w*\s*;"
