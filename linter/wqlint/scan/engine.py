@@ -135,7 +135,7 @@ class Engine:
             got = answers.get(id(site))
             if got is None:
                 got = answers[id(site)] = self.targets.holds(site.path) and not self.focus.outside(site.path) \
-                    and any(v & rescuer for v in evaluate(site.flags, 1)[0])
+                    and _may_have(site, rescuer)
             return got
         flows: list = []
         # The model makes hundreds of thousands of small objects (the subsystems' headers, the
@@ -249,9 +249,8 @@ class Engine:
             # The work model starts from the queues allocated with a rescuer: the files of
             # their directories are kept, the others let go until asked for again.
             rescuer = bits.bit(api.RESCUER_FLAG)
-            near = {s.path.rsplit("/", 1)[0] for s in sites
-                    if rescuer and any(v & rescuer for v in evaluate(s.flags, 1)[0])}
-            self.index.release_sources(keep=lambda rel: rel.rsplit("/", 1)[0] in near)
+            near = {shares.directory(s.path) for s in sites if _may_have(s, rescuer)}
+            self.index.release_sources(keep=lambda rel: shares.directory(rel) in near)
         flows = self._flows(sites, bits)
         waits = self._self_waits(sites)
         flows = unblocked(flows, waits)
@@ -340,3 +339,9 @@ class Engine:
             src = self.index.source(f.path)
             digest = call_digest(src, f.line, f.col) if src is not None else ""
         return dataclasses.replace(f, call_sha=digest) if digest else f
+
+
+def _may_have(site, bit: int) -> bool:
+    """May the site's flags hold bit (a value of theirs that has it)? Never for bit 0 (a flag
+    the tree's API does not define)."""
+    return bool(bit) and any(v & bit for v in evaluate(site.flags, 1)[0])
