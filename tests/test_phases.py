@@ -54,6 +54,20 @@ def test_a_review_reports_the_same_phases(tmp_path):
     _adds_up(got)
 
 
+@pytest.mark.parametrize("option", ["--phases", "-o"])
+def test_an_output_named_like_an_option_is_refused_before_any_work(tmp_path, monkeypatch, option):
+    """`--phases --format json`: the option's value forgotten, '--format' taken as the file.
+    It is refused (exit 2, one line naming it) and nothing is written; ./--format is a file."""
+    monkeypatch.chdir(tmp_path)
+    result = run("scan", DEMO, "--no-cache", option, "--format", "json")
+    assert result.exit_code == 2
+    assert "--format: reads as an option, not a file name" in result.stderr
+    assert "Traceback" not in result.stderr and os.listdir(tmp_path) == []
+    result = run("scan", DEMO, "--no-cache", "-j", "1", option, "./--format")
+    assert result.exit_code == 1, result.stderr
+    assert os.listdir(tmp_path) == ["--format"]
+
+
 def test_a_search_inside_another_phase_is_the_search_s():
     """Nested phases: the time of the inner one is not the outer one's too."""
     rec = phases.record()

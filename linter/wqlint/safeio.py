@@ -376,7 +376,10 @@ def resolve(path: str | os.PathLike) -> str:
 def check_output(path: str | os.PathLike) -> None:
     """Refuse, before any work, an output path that write_atomic() could not replace: its
     directory missing, an existing target that is not a regular file, or a link resolve()
-    does not follow."""
+    does not follow, or a name that reads as an option ('--format': a value forgotten after
+    the option before it; ./--format names such a file)."""
+    if os.fspath(path).startswith("--"):
+        raise OutputRefused("reads as an option, not a file name (write ./NAME for such a file)")
     real = resolve(path)
     if real == os.devnull:
         return  # output thrown away: written with nothing to replace
