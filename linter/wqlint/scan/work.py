@@ -63,6 +63,7 @@ class WorkModel:
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
         self._rebinds: dict = {}  # (path, line of a queueing call, item, function) -> _rebound()
+        self._reached: dict = {}  # (id(site), Key, queued, bound, function, near) -> _reach(), once known
 
     # -- asking ------------------------------------------------------------------------------
     def flows(self, wanted) -> list:
@@ -401,6 +402,19 @@ class WorkModel:
 
     # -- what the work function reaches ------------------------------------------------------
     def _reach(self, site, key, queued, bound, fn, near) -> list:
+        """The Flows of work function fn (bound to its item at bound, queued at queued on the
+        queue of site): worked out again in each round only while an answer it met was not
+        known yet (a search of a name or a subsystem's text still to make), as _flushes()."""
+        ident = (id(site), key, queued, bound, fn, near)
+        got = self._reached.get(ident)
+        if got is None:
+            misses = self._misses()
+            got = self._reach_now(site, key, queued, bound, fn, near)
+            if self._misses() == misses:
+                self._reached[ident] = got
+        return got
+
+    def _reach_now(self, site, key, queued, bound, fn, near) -> list:
         if self.calls.distance(fn, near, budget=ALL_STEPS) >= MAX_DEPTH:
             return []
         start = self.calls.function(fn, near)
