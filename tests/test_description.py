@@ -48,28 +48,44 @@ def test_a_header_in_memory_reads_as_on_disk(tmp_path):
 
 
 def _events(monkeypatch) -> list:
-    """'searched' when the description's searches start, 'sites' when a scan resolves its sites."""
+    """'searched' when the description's searches start, 'sites' and 'resolved' when a scan
+    starts and ends resolving its sites, 'round' when a round of the index's searches ends."""
     from wqlint.scan import engine
+    from wqlint.scan.index import TreeIndex
 
     events: list = []
-    start, sites = Description.start, engine.Engine.sites
+    start, sites, fetch = Description.start, engine.Engine.sites, TreeIndex.fetch_pending
+
+    def resolving(self):
+        events.append("sites")
+        got = sites(self)
+        events.append("resolved")
+        return got
+
+    def fetching(self):
+        got = fetch(self)
+        events.append("round")
+        return got
     monkeypatch.setattr(Description, "start", lambda self: events.append("searched") or start(self))
-    monkeypatch.setattr(engine.Engine, "sites", lambda self: events.append("sites") or sites(self))
+    monkeypatch.setattr(engine.Engine, "sites", resolving)
+    monkeypatch.setattr(TreeIndex, "fetch_pending", fetching)
     return events
 
 
-def test_a_whole_trees_scan_searches_the_description_before_its_sites_a_review_never(monkeypatch):
-    """The searches of the whole tree's description start before a scan of the whole tree
-    resolves its sites (they run on a core the resolution leaves idle); a review, whose scans
-    look at the patched files' subsystems, starts them only if its work model asks (here it
-    does not): a whole-tree search for every patch would cost it several times its own work."""
+def test_a_whole_trees_scan_searches_the_description_beside_its_sites_a_review_never(monkeypatch):
+    """The searches of the whole tree's description start while a scan of the whole tree
+    resolves its sites, once the first round of the sites' searches is answered (the
+    resolution waits for that round: the description's searches beside it slowed it down);
+    a review, whose scans look at the patched files' subsystems, starts them only if its work
+    model asks (here it does not): a whole-tree search for every patch would cost it several
+    times its own work."""
     from conftest import FIXTURES
     from helpers import run
 
     tree = FIXTURES / "review" / "tree"
     events = _events(monkeypatch)
     assert run("scan", "--no-cache", tree).exit_code in (0, 1)
-    assert events[:2] == ["searched", "sites"]
+    assert events[:4] == ["sites", "round", "searched", "round"] and "resolved" in events[4:], events
     events.clear()
     got = run("review", "--tree", tree, FIXTURES / "review" / "add-queue.patch", "--no-cache", "-j", "1")
     assert got.exit_code == 1, got.stderr
