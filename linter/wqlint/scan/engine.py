@@ -104,13 +104,15 @@ class Engine:
             if self.options.progress:
                 self.options.progress(f"round {rnd + 1}: {len(sites)} allocation sites, "
                                       f"{len(self.index.pending)} names to look up")
-            if not self.index.fetch_pending():
-                break
+            fetched = self.index.fetch_pending()
             if rnd == 0 and self._describes():
                 # Its searches run from here on, beside the resolution; not beside the first
                 # round's, whose answers the resolution waits for (on 2 cores, linux-source-6.12's
-                # first round took 4 s beside them, 1.5 s without).
+                # first round took 4 s beside them, 1.5 s without). Started even when the index
+                # answered that round and there is none after it: a scan after an edit.
                 self.description.start()
+            if not fetched:
+                break
         self.api.warm_bits()
         return sites
 
