@@ -98,6 +98,10 @@ class Engine:
         self.targets.check_named_files(self.index.preloaded)
         self.api.prefetch()
         sites = []
+        if self._describes() and self.store is not None and self.store.loaded:
+            # The index answers the first round (an edit since it was kept): no search of the
+            # tree to leave the cores to, and that round's resolution takes seconds.
+            self.description.start()
         for rnd in range(MAX_ROUNDS):
             self.resolver.new_round()
             sites = self.finder.find()
@@ -108,8 +112,7 @@ class Engine:
             if rnd == 0 and self._describes():
                 # Its searches run from here on, beside the resolution; not beside the first
                 # round's, whose answers the resolution waits for (on 2 cores, linux-source-6.12's
-                # first round took 4 s beside them, 1.5 s without). Started even when the index
-                # answered that round and there is none after it: a scan after an edit.
+                # first round took 4 s beside them, 1.5 s without).
                 self.description.start()
             if not fetched:
                 break
