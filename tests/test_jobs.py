@@ -51,11 +51,14 @@ def test_four_jobs_report_what_one_does_byte_for_byte(tmp_path, monkeypatch):
                         or forked(task, shares, meanwhile))
     one = _json(root, 1, tmp_path)
     assert forks == []  # -j 1: no worker
+    two = _json(root, 2, tmp_path)
+    # The waits in a worker of their own, the flows in the scan itself.
+    assert forks == [1]
     four = _json(root, 4, tmp_path)
-    # A worker per subsystem with a reclaim queue, then per subsystem with a wait, but the
-    # first of each, worked out in the scan itself.
+    # The waits in a worker, the flows of the second subsystem with a reclaim queue in
+    # another (of the three jobs left to them), those of the first in the scan itself.
     assert forks == [1, 2]
-    assert one == four
+    assert one == two == four
     assert {f'"path": "{sub}/self.c"' in one for sub in ("drivers/a", "drivers/b", "fs/c")} == {True}
     assert {f'"path": "{sub}/reclaim.c"' in one for sub in ("drivers/a", "fs/c")} == {True}
 

@@ -132,12 +132,14 @@ class Engine:
         return self.api.bits(near)
 
     @timed("work model")
-    def _flows(self, sites, bits) -> list:
-        """The work items put on queues allocated with api.RESCUER_FLAG whose functions reach a
-        flush (scan.work), looked up round by round like the sites' values."""
+    def _works(self, sites, bits) -> tuple:
+        """(flows, waits): the work items put on queues allocated with api.RESCUER_FLAG whose
+        functions reach a flush, and the works that wait for themselves at the waits in the
+        paths (scan.work, scan.selfwait), looked up round by round like the sites' values."""
         rescuer = bits.bit(api.RESCUER_FLAG)
-        if not rescuer or "flow" in self.options.unread:
-            return []
+        flows_on = bool(rescuer) and "flow" not in self.options.unread
+        if not flows_on and "wait" in self.options.unread:
+            return [], []
         model = self._work_model(sites)
 
         answers: dict = {}  # id(site) -> wanted(site): asked again in every round
@@ -148,7 +150,9 @@ class Engine:
                 got = answers[id(site)] = self.targets.holds(site.path) and not self.focus.outside(site.path) \
                     and _may_have(site, rescuer)
             return got
-        flows: list = []
+
+        def waits_of(rel: str) -> bool:
+            return self.targets.holds(rel) and not self.focus.outside(rel)
         # The model makes hundreds of thousands of small objects (the subsystems' headers, the
         # callees of each body) while the scan's own are alive: the collector's passes over
         # those cost about 0.2-0.4 s of CPU on linux-source-6.12 (of some 3 s for the model).
@@ -158,6 +162,7 @@ class Engine:
         enabled = gc.isenabled()
         gc.freeze()
         gc.disable()
+
         def rounds(want) -> list:
             got: list = []
             for _ in range(MAX_ROUNDS):
@@ -168,20 +173,13 @@ class Engine:
                     break
             return got
         try:
-            flows = shares.flows(self.index, model, wanted, self.options.jobs, rounds)
+            flows, waits = shares.work(self.index, model, wanted if flows_on else None,
+                                       None if "wait" in self.options.unread else waits_of, self.options.jobs, rounds)
         finally:
             if enabled:
                 gc.enable()
             gc.unfreeze()
-        return Cancels(model).with_cancels(flows)
-
-    @timed("work model")
-    def _self_waits(self, sites) -> list:
-        """The works that wait for themselves (scan.selfwait), at the waits in the paths."""
-        if "wait" in self.options.unread:
-            return []
-        return shares.self_waits(self.index, self._work_model(sites),
-                                 lambda rel: self.targets.holds(rel) and not self.focus.outside(rel), self.options.jobs)
+        return Cancels(model).with_cancels(flows) if flows else flows, waits
 
     def _work_model(self, sites) -> WorkModel:
         """The one work model of a scan (scan.work): the searches and answers of the flows'
@@ -263,8 +261,7 @@ class Engine:
             rescuer = bits.bit(api.RESCUER_FLAG)
             near = {shares.directory(s.path) for s in sites if _may_have(s, rescuer)}
             self.index.release_sources(keep=lambda rel: shares.directory(rel) in near)
-        flows = self._flows(sites, bits)
-        waits = self._self_waits(sites)
+        flows, waits = self._works(sites, bits)
         flows = unblocked(flows, waits)
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
