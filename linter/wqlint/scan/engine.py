@@ -151,8 +151,13 @@ class Engine:
                     and _may_have(site, rescuer)
             return got
 
+        held: dict = {}  # rel -> waits_of(rel): asked for each of the tree's waits in every round
+
         def waits_of(rel: str) -> bool:
-            return self.targets.holds(rel) and not self.focus.outside(rel)
+            got = held.get(rel)
+            if got is None:
+                got = held[rel] = self.targets.holds(rel) and not self.focus.outside(rel)
+            return got
         # The model makes hundreds of thousands of small objects (the subsystems' headers, the
         # callees of each body) while the scan's own are alive: the collector's passes over
         # those cost about 0.2-0.4 s of CPU on linux-source-6.12 (of some 3 s for the model).
