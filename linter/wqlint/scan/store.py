@@ -287,16 +287,20 @@ class Store:
         when it cannot be (a tree the walk cannot read whole, a changed file that cannot be
         read), start from nothing, as if there were no index.
 
-        Without an index to validate, the walk only records the stamps to save: it runs in a
-        thread, beside the first search of the tree (a file changed after the walk began
-        gets a stamp within RACY_NS of it, and is looked at again next time)."""
+        The walk runs in a thread, beside the reading of the index; without an index to
+        validate, it only records the stamps to save, beside the first search of the tree (a
+        file changed after the walk began gets a stamp within RACY_NS of it, and is looked at
+        again next time)."""
         self.walk_started = time.time_ns()
+        # The walk's system calls run while the index is read and decoded.
+        self._walker = threading.Thread(target=self._walk, name="wqlint-store-walk", daemon=True)
+        self._walker.start()
         data = self._read()
         if data is None:
-            self._walker = threading.Thread(target=self._walk, name="wqlint-store-walk", daemon=True)
-            self._walker.start()
             return self
-        now = self._walk()
+        self._walker.join()
+        self._walker = None
+        now = self._now
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
         if self.whole:
             answers, self.stamps, self.scans, self.kept, self.gen = data
