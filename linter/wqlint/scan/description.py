@@ -171,6 +171,10 @@ class Description:
                                      ("--byte-offset",))]
         pool.shutdown(wait=False)
 
+    def begun(self) -> bool:
+        """Has the tree been read, or its searches started (the scan of a whole tree reads it)?"""
+        return self._started is not None or self._inits is not None
+
     def settle(self) -> None:
         """Wait for the searches start() began: a process forked while a thread runs would
         wait for it forever, or for a lock it held."""

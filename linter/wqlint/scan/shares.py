@@ -30,13 +30,19 @@ def work(index, model: WorkModel, flows_of: Optional[Callable], waits_of: Option
          rounds: Callable[[Callable], list]) -> tuple:
     """(flows, waits): rounds(flows_of), the flows of the allocation sites flows_of(site)
     wants, and scan.selfwait.self_waits() of the files waits_of(rel) wants; [] for one not
-    asked (None). With jobs > 1 and both asked, the waits are found in a worker process of
-    their own while this one finds the flows (with their sites split by subsystem over it
-    and jobs - 2 more workers): the two follow much the same functions, and so do the works
-    of two subsystems (on linux-source-6.12 the flows' two halves searched 1805 of the same
+    asked (None).
+
+    With jobs > 1 and both asked, in the scan of a whole tree (which reads the tree's
+    description: Description.begun()), the waits are found in a worker process of their own
+    while this one finds the flows (with their sites split by subsystem over it and jobs - 2
+    more workers): the two follow much the same functions, and so do the works of two
+    subsystems (on linux-source-6.12 the flows' two halves searched 1805 of the same
     directories, 2113 and 1936 in all), so that a split by kind takes the cores where a
-    split by subsystem mostly works twice."""
-    if flows_of is None or waits_of is None or jobs < 2 or not hasattr(os, "fork"):
+    split by subsystem mostly works twice. Otherwise one after the other, each split by
+    subsystem: the scan of a directory reads the description only when a path leaves the
+    subsystem (seconds of searching the whole tree, for one of them or for neither), once."""
+    if flows_of is None or waits_of is None or jobs < 2 or not hasattr(os, "fork") \
+            or not model.calls.ops.begun():
         return (flows(index, model, flows_of, jobs, rounds) if flows_of is not None else [],
                 self_waits(index, model, waits_of, jobs) if waits_of is not None else [])
     model.calls.ops.load()  # read once, before the workers start, rather than in each
