@@ -264,8 +264,9 @@ def test_no_cache_writes_nothing(tree, tmp_path):
     proc = cli("scan", "--format", "json", str(tree), env=env)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == plain
-    assert [p.name for p in (tmp_path / "xdg" / "wqlint" / "index").iterdir()] == [store.Store(tree).path.name], \
-        "on by default"
+    index = store.Store(tree).path
+    assert sorted(p.name for p in (tmp_path / "xdg" / "wqlint" / "index").iterdir()) == \
+        [index.stem + ".description", index.name], "on by default (the index, the tree's description kept beside it)"
 
 
 @pytest.mark.parametrize("how", ["a file", "read-only"])
@@ -303,7 +304,9 @@ def test_concurrent_runs(tree, tmp_path):
     assert all(p.returncode == 1 for p in procs)
     results = [json.loads(o)["findings"] for o in outs]
     assert all(r == results[0] for r in results)
-    assert [p.name for p in (tmp_path / "xdg" / "wqlint" / "index").iterdir()] == [store.Store(tree).path.name]
+    index = store.Store(tree).path
+    assert sorted(p.name for p in (tmp_path / "xdg" / "wqlint" / "index").iterdir()) == \
+        [index.stem + ".description", index.name]
     again = json.loads(cli("scan", "--format", "json", str(tree), env=env).stdout)["findings"]
     assert again == results[0]
 

@@ -17,10 +17,12 @@ patched files) are read there; without ripgrep the tree is read file by file.
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import Optional
 
 from wqlint import tools
+from wqlint.scan import described
 from wqlint.scan.phases import timed
 from wqlint.scan.search import MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, rel_name
 from wqlint.scan.source import is_c_source
@@ -66,6 +68,7 @@ class Description:
         self._types: dict = {}  # rel -> the struct types of the variables it initialises
         self._types_in: dict = {}  # files -> types_in()
         self._started: Optional[list] = None  # start(): the searches' futures, until read
+        self._kept: Optional[tuple] = None  # start(): scan.described.load(), until read
         self._types_at: dict = {}  # member -> {(rel, line) of an initialiser of it: its table's type}
         self._file_types: dict = {}  # rel -> _initialiser_types() of it, before the tree is read
 
@@ -156,11 +159,15 @@ class Description:
             self._read_tree()
 
     def start(self) -> None:
-        """Start the tree's searches (when ripgrep is there), to be read when first asked.
-        Each is a thread waiting for its ripgrep: nothing of the scan's own is touched until
-        load() reads their output. A process must settle() them before it forks."""
+        """Start the tree's searches (when ripgrep is there), to be read when first asked;
+        or take what a run before kept of them (scan.described), when it can be used. Each
+        search is a thread waiting for its ripgrep: nothing of the scan's own is touched
+        until load() reads their output. A process must settle() them before it forks."""
         rg = tools.which("rg")
-        if rg is None or self._started is not None or self._inits is not None:
+        if rg is None or self._started is not None or self._inits is not None or self._kept is not None:
+            return
+        self._kept = described.load(self.index.store)
+        if self._kept is not None:
             return
         from concurrent.futures import ThreadPoolExecutor  # (imports logging: only when asked)
         pool = ThreadPoolExecutor(2)  # the searches run together
@@ -173,7 +180,7 @@ class Description:
 
     def begun(self) -> bool:
         """Has the tree been read, or its searches started (the scan of a whole tree reads it)?"""
-        return self._started is not None or self._inits is not None
+        return self._started is not None or self._inits is not None or self._kept is not None
 
     def settle(self) -> None:
         """Wait for the searches start() began: a process forked while a thread runs would
@@ -187,10 +194,34 @@ class Description:
         self._inits = {}
         index = self.index
         memory = {**index.extra, **index.tree_files.in_memory(), **index.preloaded}
-        if self._started is not None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            # What a run before searched, but for the files changed since: read from the tree,
+            # their lines then kept in place of the old ones (for the stamps the index keeps now).
+            inits, headers, changed = kept
+            now = index.store.stamps
+            fresh = {rel: index.text(rel) for rel in sorted(changed)
+                     if rel in now and rel not in memory and is_c_source(rel)}
+            fresh = {rel: data for rel, data in fresh.items() if data is not None}
+            keeping = None
+            if changed and not changed & memory.keys() and not index.errors:
+                keeping = described.keep(index.store, *_spliced(inits, headers, changed, fresh))
+            skip = {**dict.fromkeys(changed), **memory}
+            self._read(inits, skip=skip)
+            self._read(headers, skip=skip, headers=True)
+            for rel, data in fresh.items():
+                self._read_file(rel, data, headers=rel.endswith(".h"))
+            if keeping is not None:
+                keeping.join()
+        elif self._started is not None:
             asked, self._started = self._started, None
-            self._read(asked[0].result(), skip=memory)
-            self._read(asked[1].result(), skip=memory, headers=True)
+            inits, headers = asked[0].result(), asked[1].result()
+            # kept for the runs after this one, written while the outputs are read
+            keeping = described.keep(index.store, inits, headers) if not index.errors else None
+            self._read(inits, skip=memory)
+            self._read(headers, skip=memory, headers=True)
+            if keeping is not None:
+                keeping.join()
         else:
             memory = {rel: index.text(rel) for rel in index.dir_files("", recursive=True)
                       if is_c_source(rel) and not rel.startswith("<")}
@@ -278,6 +309,46 @@ class Description:
             elif vtype:
                 var = vtype
                 self._types.setdefault(rel, set()).add(vtype.decode())
+
+
+def _spliced(inits: bytes, headers: bytes, changed: set, fresh: dict) -> tuple:
+    """The two searches' output (--heading) with the records of the files changed left out and
+    those of fresh ({rel: its bytes now}) added, as the searches print them."""
+    out = []
+    for old, block in ((inits, _inits_block), (headers, _headers_block)):
+        parts, start, size = [], 0, len(old)
+        while start < size:
+            end = old.find(b"\n\n", start)
+            end = size if end < 0 else end + 1
+            at = old.find(b"\0", start, end)
+            if at >= 0 and rel_name(old[start:at]) not in changed:
+                parts.append(old[start:end])
+            start = end + 1
+        parts += [b for b in (block(rel, data) for rel, data in sorted(fresh.items())) if b]
+        out.append(b"\n".join(parts))
+    return tuple(out)
+
+
+def _inits_block(rel: str, data: bytes) -> bytes:
+    """A file's lines as the search of the initialisers and members prints them (of a .c
+    file, those Description._add_lines() reads)."""
+    pats = [INIT, VAR] + ([DEF, MEMBER, END] if rel.endswith(".h") else [])
+    rx = re.compile("|".join(f"(?:{p})" for p in pats).encode())
+    lines = [b"%d:%s\n" % (n, line) for n, line in enumerate(data.split(b"\n"), 1) if rx.match(line)]
+    return os.fsencode("./" + rel) + b"\0" + b"".join(lines) if lines else b""
+
+
+def _headers_block(rel: str, data: bytes) -> bytes:
+    """A .c file's lines as the search of the functions' headers prints them."""
+    if not rel.endswith(".c"):
+        return b""
+    extern = re.compile((EXTERN_HEADER + r"[^;]*$").encode())
+    lines, offset = [], 0
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if extern.match(line):
+            lines.append(b"%d:%d:%s\n" % (n, offset, line))
+        offset += len(line) + 1
+    return os.fsencode("./" + rel) + b"\0" + b"".join(lines) if lines else b""
 
 
 _INIT_OR_VAR = re.compile(f"(?:{INIT})|(?:{VAR})".encode())

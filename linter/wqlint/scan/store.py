@@ -52,6 +52,7 @@ least recently used go, and the scans resolved from them), MAX_INDEX_BYTES in al
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import base64
 import hashlib
@@ -280,6 +281,8 @@ class Store:
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
         self.walk_started = 0
+        self.read_stamps: dict = {}  # the stamps the index was read with (its files, when last written)
+        self.beside: list = []  # files written beside the index in this run (scan.described)
 
     # -- reading and validating ------------------------------------------------------------
     def open(self) -> "Store":
@@ -304,6 +307,7 @@ class Store:
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
         if self.whole:
             answers, self.stamps, self.scans, self.kept, self.gen = data
+            self.read_stamps = self.stamps  # (scan.described: what the kept description was searched with)
             self.found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
             self.cover = answers.cover
             self.lines = answers.lines
@@ -570,24 +574,29 @@ class Store:
             return True
         try:
             blob = self._encode()
-            if blob is None:
-                return False
-            self._make_dir()
-            if not private_dir(self.dir) or not self._own_file(missing=True):
-                return False
-            safeio.write_atomic(self.path, blob)
+            written = blob is not None and self._write(blob)
         except (OSError, safeio.OutputRefused, codec.Unstorable, RecursionError, struct.error):
+            written = False
+        if not written:
+            for path in self.beside:  # of no use without the index they were kept for
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             return False
         self.unsaved = False
         safeio.remove_stale_temps(self.path)  # of a run that was killed while saving
         for old in (f"{self.name}.pickle", f"{self.name}.lock"):  # the index of wqlint 0.x before this format
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self.dir / old)
-            except OSError:
-                pass
         return True
 
-    def _make_dir(self) -> None:
+    def _write(self, blob: bytes) -> bool:
+        self.make_dir()
+        if not private_dir(self.dir) or not self._own_file(missing=True):
+            return False
+        safeio.write_atomic(self.path, blob)
+        return True
+
+    def make_dir(self) -> None:
         """The cache directories, made private to the user (the ones above as they come)."""
         wqlint = self.dir.parent
         if not self.dir.is_dir():
