@@ -107,6 +107,7 @@ def keep(store, inits: bytes, headers: bytes) -> Optional[threading.Thread]:
             store.beside.append(_path(store))
             safeio.write_atomic(_path(store), b"%s %d %s %s\n" % (
                 MAGIC, FORMAT, basis.encode(), hashlib.blake2b(body, digest_size=32).hexdigest().encode()) + body)
+            safeio.remove_stale_temps(_path(store))  # of a run that was killed while writing it
         except (OSError, safeio.OutputRefused, MemoryError):
             pass  # carried on without it, as for the index
     thread = threading.Thread(target=write, name="wqlint-description-keep", daemon=True)
