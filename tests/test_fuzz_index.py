@@ -91,7 +91,7 @@ def accepted(lines: list) -> bool:
         if type(first) is not dict or set(first) != {"wqlint", "code", "root", "gen", "files", "stamps", "unknown",
                                                      "answers"} or type(first["gen"]) is not int:
             return False
-        store._stamps_from(first["files"], first["stamps"], first["unknown"])
+        store.stamps_from(first["files"], first["stamps"], first["unknown"])
         store._codec(store.Answers).decode(first["answers"])
         for kind, line in zip(_kinds(len(lines))[1:], lines[1:]):
             store._codec(kind).decode(line)

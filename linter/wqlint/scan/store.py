@@ -281,7 +281,6 @@ class Store:
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
         self.walk_started = 0
-        self.read_stamps: dict = {}  # the stamps the index was read with (its files, when last written)
         self.beside: list = []  # files written beside the index in this run (scan.described)
 
     # -- reading and validating ------------------------------------------------------------
@@ -307,7 +306,6 @@ class Store:
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
         if self.whole:
             answers, self.stamps, self.scans, self.kept, self.gen = data
-            self.read_stamps = self.stamps  # (scan.described: what the kept description was searched with)
             self.found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
             self.cover = answers.cover
             self.lines = answers.lines
@@ -395,7 +393,7 @@ class Store:
                                                     "answers"} \
                     or doc["wqlint"] != __version__ or doc["root"] != str(self.root) or type(doc["gen"]) is not int:
                 return None
-            stamps = _stamps_from(doc["files"], doc["stamps"], doc["unknown"])
+            stamps = stamps_from(doc["files"], doc["stamps"], doc["unknown"])
             answers = _codec(Answers).decode(doc["answers"])
             scans, kept = {}, {}
             if doc["code"] == code_id():  # the searches stay good; sites resolved by other code do not
@@ -616,7 +614,7 @@ class Store:
         tokens = {_token(k) for k in self.found}
         if len(tokens) > MAX_NAMES:
             self._forget(len(tokens) - MAX_NAMES * 3 // 4)
-        files, stamps, unknown = _stamps_to(self.stamps)
+        files, stamps, unknown = stamps_to(self.stamps)
         while True:
             answers = _codec(Answers).encode(self._answers())
             first = json.dumps({"wqlint": __version__, "code": code_id(), "root": str(self.root), "gen": gen,
@@ -678,7 +676,7 @@ def _token(key) -> str:
 _STAMP = struct.Struct("<QQqq")  # inode, size, mtime_ns, ctime_ns
 
 
-def _stamps_to(stamps: dict) -> tuple:
+def stamps_to(stamps: dict) -> tuple:
     """The stamps as the names of the files with one (NUL-separated), their stamps packed
     (_STAMP, base64), and the names of the files without."""
     known = [(rel, st) for rel, st in stamps.items() if st is not None]
@@ -687,7 +685,7 @@ def _stamps_to(stamps: dict) -> tuple:
             "\0".join(rel for rel, st in stamps.items() if st is None))
 
 
-def _stamps_from(files, packed, unknown) -> dict:
+def stamps_from(files, packed, unknown) -> dict:
     if type(files) is not str or type(packed) is not str or type(unknown) is not str \
             or not codec.text_ok(files) or not codec.text_ok(unknown):
         raise codec.Invalid("stamps")
