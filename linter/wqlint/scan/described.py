@@ -56,7 +56,8 @@ def load(store) -> Optional[tuple]:
     if not nl or len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(FORMAT).encode() \
             or parts[2] != hashlib.blake2b(body, digest_size=32).hexdigest().encode():
         return None
-    outs, at = [], 0
+    outs: list = []
+    at = 0
     while at < len(body) and len(outs) < 3:
         if at + _LENGTH.size > len(body):
             return None
