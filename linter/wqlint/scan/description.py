@@ -210,7 +210,7 @@ class Description:
             self._read(inits, skip=skip)
             self._read(headers, skip=skip, headers=True)
             for rel, data in fresh.items():
-                self._read_file(rel, data, headers=rel.endswith(".h"))
+                self._read_file(rel, data)
             if keeping is not None:
                 keeping.join()
         elif self._started is not None:
@@ -228,7 +228,7 @@ class Description:
         for rel in sorted(memory):
             data = memory[rel] if rel in index.extra else index.text(rel)
             if data is not None and is_c_source(rel):
-                self._read_file(rel, data, headers=rel.endswith(".h"))
+                self._read_file(rel, data)
 
     def _read(self, out: bytes, skip: dict, headers: bool = False) -> None:
         """Add ripgrep's --heading output (each file's name and a NUL, its lines, a blank line)."""
@@ -247,20 +247,10 @@ class Description:
                     self._add_lines(rel, _LINE_RE.findall(out, at + 1, end))
             start = end + 1
 
-    def _read_file(self, rel: str, data: bytes, headers: bool) -> None:
-        """Add a file held in memory, its lines matched as ripgrep would."""
-        pats = [INIT, VAR] + ([DEF, MEMBER, END] if headers else [])
-        rx = re.compile("|".join(f"(?:{p})" for p in pats).encode())
-        lines = [b"%d:%s\n" % (n, line) for n, line in enumerate(data.split(b"\n"), 1) if rx.match(line)]
-        self._add_lines(rel, _LINE_RE.findall(b"\n" + b"".join(lines)))
-        if rel.endswith(".c"):
-            heads, offset = [], 0
-            extern = re.compile((EXTERN_HEADER + r"[^;]*$").encode())
-            for n, line in enumerate(data.split(b"\n"), 1):
-                if extern.match(line):
-                    heads.append(b"%d:%d:%s\n" % (n, offset, line))
-                offset += len(line) + 1
-            self._add_headers(rel, _HEADER_RE.findall(b"\n" + b"".join(heads)))
+    def _read_file(self, rel: str, data: bytes) -> None:
+        """Add a file held in memory, its lines matched as the searches print them."""
+        self._read(_inits_block(rel, data), skip={})
+        self._read(_headers_block(rel, data), skip={}, headers=True)
 
     def _add_lines(self, rel: str, records: list) -> None:
         """_LINE_RE's records of a file: the initialisers and the variables they are of, then
