@@ -142,22 +142,10 @@ class Engine:
             return [], []
         model = self._work_model(sites)
 
-        answers: dict = {}  # id(site) -> wanted(site): asked again in every round
-
-        def wanted(site) -> bool:
-            got = answers.get(id(site))
-            if got is None:
-                got = answers[id(site)] = self.targets.holds(site.path) and not self.focus.outside(site.path) \
-                    and _may_have(site, rescuer)
-            return got
-
-        held: dict = {}  # rel -> waits_of(rel): asked for each of the tree's waits in every round
-
-        def waits_of(rel: str) -> bool:
-            got = held.get(rel)
-            if got is None:
-                got = held[rel] = self.targets.holds(rel) and not self.focus.outside(rel)
-            return got
+        # (both asked again in every round: of each site, and of the file of each of the tree's waits)
+        wanted = _memo(id, lambda site: self.targets.holds(site.path) and not self.focus.outside(site.path)
+                       and _may_have(site, rescuer))
+        waits_of = _memo(str, lambda rel: self.targets.holds(rel) and not self.focus.outside(rel))
         # The model makes hundreds of thousands of small objects (the subsystems' headers, the
         # callees of each body) while the scan's own are alive: the collector's passes over
         # those cost about 0.2-0.4 s of CPU on linux-source-6.12 (of some 3 s for the model).
@@ -359,3 +347,16 @@ def _may_have(site, bit: int) -> bool:
     """May the site's flags hold bit (a value of theirs that has it)? Never for bit 0 (a flag
     the tree's API does not define)."""
     return bool(bit) and any(v & bit for v in evaluate(site.flags, 1)[0])
+
+
+def _memo(key, ask):
+    """ask(x), worked out once for each key(x)."""
+    known: dict = {}
+
+    def asked(x):
+        k = key(x)
+        got = known.get(k)
+        if got is None:
+            got = known[k] = ask(x)
+        return got
+    return asked
