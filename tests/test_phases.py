@@ -17,7 +17,7 @@ from wqlint import safeio
 from wqlint.scan import phases
 
 DEMO = REPO / "examples" / "demo-tree"
-NAMES = ["search", "description", "resolution", "work model", "judging", "output"]
+NAMES = ["setup", "search", "description", "resolution", "work model", "judging", "output"]
 
 
 def _adds_up(got: dict) -> None:
@@ -40,7 +40,7 @@ def test_a_scan_reports_each_phase_and_they_add_up_to_the_whole(tmp_path):
     _adds_up(got)
     entered = {p["name"]: p["entered"] for p in got["phases"]}
     # The demo tree has allocations and work items: every phase is passed through.
-    assert all(entered[n] > 0 for n in NAMES if n != "description"), entered
+    assert all(entered[n] > 0 for n in NAMES if n not in ("setup", "description")), entered
     assert phases.stop() is None  # nothing is recorded once the command is done
 
 
@@ -134,3 +134,20 @@ def test_a_file_that_cannot_be_written_at_the_end_is_one_error_line(tmp_path, mo
     assert result.exit_code == 3
     assert [ln for ln in result.stderr.splitlines() if ln.startswith("Error:")] == [
         f"Error: {out}: No space left on device"]
+
+
+def test_the_description_is_its_own_phase(tmp_path):
+    """Reading the tree's description is counted as `description`, nothing else is: a tree
+    whose work reaches a flush through a table of functions in another subsystem reads it, the
+    demo tree (whose works stay in their files) does not, and then the phase has no time."""
+    from test_work import _tables_tree
+
+    got = {}
+    for name, tree in (("tables", _tables_tree(tmp_path)), ("demo", DEMO)):
+        out = tmp_path / f"{name}.json"
+        result = run("scan", tree, "--format", "json", "--no-cache", "-j", "1", "--phases", out)
+        assert result.exit_code in (0, 1), result.stderr
+        got[name] = {p["name"]: p for p in json.loads(out.read_text())["phases"]}
+    assert got["tables"]["description"]["entered"] == 1 and got["tables"]["description"]["wall_s"] > 0
+    assert got["demo"]["description"]["entered"] == 0 and got["demo"]["description"]["wall_s"] == 0
+    assert got["demo"]["setup"]["entered"] == 0 and got["demo"]["setup"]["wall_s"] > 0

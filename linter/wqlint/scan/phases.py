@@ -1,10 +1,10 @@
 """Where a command's time and memory go, phase by phase (`--phases FILE` of scan and review).
 
-PHASES are the parts of a scan: search (the searches of the tree, ripgrep or grep, and the
-reading of their output: scan.index, scan.subtext), description (the tree-wide description of
-tables of functions and exported functions, scan.description, and everything not in another
-phase: the catalogue and the tree's configuration, its files walked and compared with the
-index, the kernel's API header and version, the index read and kept), resolution (the
+PHASES are the parts of a scan: setup (everything not in another phase: the catalogue and the
+tree's configuration, its files walked and compared with the index, the kernel's API header
+and version, the index read and kept), search (the searches of the tree, ripgrep or grep, and
+the reading of their output: scan.index, scan.subtext), description (the tree-wide
+description of tables of functions and exported functions read: scan.description), resolution (the
 allocation sites and the uses of system queues, scan.sites, scan.uses), work model (the work
 items reaching a flush and the works waiting for themselves, scan.work, scan.selfwait),
 judging (the rules, wqlint.checks.judge) and output (the report formatted and written).
@@ -28,8 +28,8 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
-PHASES = ("search", "description", "resolution", "work model", "judging", "output")
-BASE = "description"  # where the time outside every other phase goes
+PHASES = ("setup", "search", "description", "resolution", "work model", "judging", "output")
+BASE = "setup"  # where the time outside every other phase goes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
