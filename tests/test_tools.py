@@ -3,6 +3,7 @@ the user's tool configuration or the environment configures runs or changes an a
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import subprocess
 
@@ -232,3 +233,90 @@ def test_review_git_runs_nothing_the_repository_configures(tmp_path):
     assert os.listdir(marks) == []
     assert got.returncode == 1, got.stderr
     assert "unbound-max-active-cpu-count" in got.stdout
+
+
+def _counting(monkeypatch) -> list:
+    """The programs tools.run() starts from now on: (argv, input) of each."""
+    from wqlint import tools
+
+    made: list = []
+    finish = tools._finish
+
+    def counted(proc, argv, what, input, *more):
+        made.append((tuple(argv), input))
+        return finish(proc, argv, what, input, *more)
+    monkeypatch.setattr(tools, "_finish", counted)
+    return made
+
+
+def test_shared_searches_run_a_search_once_for_its_takers(monkeypatch):
+    """Inside shared_searches(), a search asked again (by the other scan of a review: another
+    thread) is taken from the first, each taker gets its own result, and once both took it
+    the next ask runs it again; a run that is no search, or one outside, runs every time."""
+    import threading
+
+    from wqlint import tools
+
+    made = _counting(monkeypatch)
+    ask = ["sh", "-c", "sleep 0.2; echo found"]
+    with tools.shared_searches():
+        got: list = []
+        threads = [threading.Thread(target=lambda: got.append(tools.run(ask, timeout=10, search=True)))
+                   for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(made) == 1 and [g.stdout for g in got] == [b"found\n"] * 2 and got[0] is not got[1]
+        tools.run(ask, timeout=10, search=True)
+        assert len(made) == 2  # (both took the first: let go)
+        tools.run(ask, timeout=10)
+        tools.run(ask, timeout=10)
+        assert len(made) == 4
+    tools.run(ask, timeout=10, search=True)
+    tools.run(ask, timeout=10, search=True)
+    assert len(made) == 6
+
+
+def test_a_shared_search_that_fails_fails_for_both(monkeypatch):
+    from wqlint import tools
+
+    made = _counting(monkeypatch)
+    with tools.shared_searches():
+        for _ in range(2):
+            with pytest.raises(tools.ToolError, match="no answer in"):
+                tools.run(["sh", "-c", "sleep 5"], timeout=0.3, search=True)
+    assert len(made) == 1
+
+
+def test_a_worker_forked_inside_shared_searches_runs_its_own(monkeypatch):
+    """A forked worker never waits for a search of its parent's (no thread there answers)."""
+    from wqlint import tools
+
+    with tools.shared_searches():
+        tools._shared.pid = -1  # as seen from a process forked after it began
+        made = _counting(monkeypatch)
+        for _ in range(2):
+            tools.run(["sh", "-c", "echo x"], timeout=10, search=True)
+        assert len(made) == 2
+
+
+def test_a_review_makes_each_search_of_the_tree_once(monkeypatch):
+    """The scans of the tree before and after the series ask much the same searches: each
+    is made once, and the review says what it said when each side made its own."""
+    from conftest import FIXTURES
+    from helpers import run
+
+    here = FIXTURES / "review"
+    args = ("review", "--tree", here / "tree", here / "field.patch", "--format", "json", "--no-cache")
+    made = _counting(monkeypatch)
+    shared = run(*args, "-j", "2")
+    searches = [m for m in made if os.path.basename(m[0][0]) in ("rg", "grep")]
+    assert searches and len(set(searches)) == len(searches)
+    from wqlint import tools
+
+    monkeypatch.setattr(tools, "shared_searches", lambda: contextlib.nullcontext())
+    del made[:]
+    alone = run(*args, "-j", "2")
+    assert len([m for m in made if os.path.basename(m[0][0]) in ("rg", "grep")]) > len(searches)
+    assert (alone.exit_code, alone.stdout) == (shared.exit_code, shared.stdout)

@@ -295,8 +295,11 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
                           if is_c_source(p.rsplit("/", 1)[-1])}
             before_engine = _engine(root, catalogue, options, base_files)
         after_engine = _engine(root, catalogue, options, overlay)
-        # Most of a review is waiting for searches of the tree: run both sides at once.
-        with ThreadPoolExecutor(2) as pool:
+        # Most of a review is waiting for searches of the tree: run both sides at once, each
+        # search made once for both (they ask much the same of the same tree).
+        from wqlint import tools
+
+        with tools.shared_searches(), ThreadPoolExecutor(2) as pool:
             before_job = pool.submit(before_engine.run, judge, make_context)
             after_scan = after_engine.run(judge, make_context)
             before_scan = before_job.result()

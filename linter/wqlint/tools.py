@@ -106,12 +106,20 @@ def _argv(argv: list) -> list:
 
 
 def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input: bytes | None = None,
-        env: dict | None = None, text: bool = False, limit: int | None = None) -> subprocess.CompletedProcess:
+        env: dict | None = None, text: bool = False, limit: int | None = None,
+        search: bool = False) -> subprocess.CompletedProcess:
     """Run argv (argv[0] a program name or path) and return its exit status and output, as
     bytes (text: str, decoded as UTF-8, a bad byte replaced). ToolError when it cannot be
     started, gives no answer in timeout seconds, or (limit) writes more than limit bytes on
     stdout (then it and every process it started are killed: its output is never held whole).
-    env: extra variables (see environment())."""
+    env: extra variables (see environment()). search: a search of the tree, which changes
+    nothing: inside shared_searches(), made once for the scans that ask it."""
+    shared = _shared
+    if search and shared is not None and shared.pid == os.getpid():
+        key = (tuple(os.fspath(a) for a in argv), os.fspath(cwd) if cwd is not None else None, input,
+               tuple(sorted((env or {}).items())), text, limit)
+        return shared.run(key, lambda: run(argv, timeout=timeout, what=what, cwd=cwd, input=input, env=env,
+                                           text=text, limit=limit))
     argv = _argv(argv)
     what = what or os.path.basename(argv[0])
     # The program found here, where it names itself (which()); argv[0] stays as given, as
@@ -130,6 +138,70 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
     finally:
         with _registry():
             _running.discard(proc.pid)
+
+
+class _Answer:
+    """A shared search: set once made (its result or ToolError), and how often taken."""
+
+    def __init__(self) -> None:
+        self.made = threading.Event()
+        self.result: "subprocess.CompletedProcess | ToolError | None" = None
+        self.taken = 0
+
+
+class _Shared:
+    """The searches made inside shared_searches(): each result (or error) until every one of
+    the scans took it."""
+
+    def __init__(self, takers: int) -> None:
+        self.pid = os.getpid()  # (a forked worker makes its own: nobody there sets these)
+        self.takers = takers
+        self.lock = threading.Lock()
+        self.answers: dict = {}  # key -> _Answer
+
+    def run(self, key: tuple, make) -> subprocess.CompletedProcess:
+        with self.lock:
+            got = self.answers.get(key)
+            mine = got is None
+            if got is None:
+                got = self.answers[key] = _Answer()
+        if mine:
+            try:
+                got.result = make()
+            except ToolError as exc:
+                got.result = exc
+            finally:
+                got.made.set()
+        else:
+            got.made.wait()
+        with self.lock:
+            got.taken += 1
+            if got.taken >= self.takers:
+                self.answers.pop(key, None)
+        result = got.result
+        if result is None:  # (the run that made it ended otherwise: an interrupt)
+            raise ToolError("search: ended before its answer")
+        if isinstance(result, ToolError):
+            raise result
+        # each its own: a caller may set its output (scan.index's filter of the records)
+        return subprocess.CompletedProcess(result.args, result.returncode, result.stdout, result.stderr)
+
+
+_shared: "_Shared | None" = None
+
+
+@contextlib.contextmanager
+def shared_searches(takers: int = 2) -> Iterator[None]:
+    """Inside: a search (run(search=True)) with the same program, arguments, directory and
+    input as one made or under way in this process is not run again, its answer is taken;
+    each is let go once takers have taken it. For the two scans of a review, which ask the
+    same searches of one tree at about the same time."""
+    global _shared
+    before, _shared = _shared, _Shared(takers)
+    try:
+        yield
+    finally:
+        _shared = before
 
 
 def _finish(proc: subprocess.Popen, argv: list, what: str, input: bytes | None, timeout: float,

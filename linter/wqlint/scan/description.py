@@ -370,7 +370,7 @@ def _search(rg: str, index, patterns: list, globs: list, what: str, more: tuple 
     text = "".join("(?-u)" + p + "\n" for p in patterns).encode()
     try:
         proc = tools.run(args, cwd=index.root, input=text, timeout=SEARCH_TIMEOUT, what="ripgrep",
-                         limit=MAX_SEARCH_OUTPUT)
+                         limit=MAX_SEARCH_OUTPUT, search=True)
     except tools.ToolError as exc:
         index.search_failed(index.root, f"{exc} (the tree's {what})")
         return b""

@@ -481,7 +481,7 @@ class TreeIndex:
 
         def run(group):
             try:
-                return tools.run(args + ["--"] + group, timeout=SEARCH_TIMEOUT, limit=MAX_SEARCH_OUTPUT)
+                return tools.run(args + ["--"] + group, timeout=SEARCH_TIMEOUT, limit=MAX_SEARCH_OUTPUT, search=True)
             except tools.ToolError as exc:
                 return exc
 
@@ -525,7 +525,8 @@ class TreeIndex:
             args += ["-e", t]
         args += ["--"] + (paths if paths is not None else ["."])
         try:
-            proc = tools.run(args, cwd=root, timeout=SEARCH_TIMEOUT, what="ripgrep", limit=MAX_SEARCH_OUTPUT)
+            proc = tools.run(args, cwd=root, timeout=SEARCH_TIMEOUT, what="ripgrep", limit=MAX_SEARCH_OUTPUT,
+                              search=True)
             if keep and proc.returncode in (0, 2):
                 proc.stdout = _kept(rg, proc.stdout, keep)
         except tools.ToolError as exc:
@@ -615,7 +616,7 @@ def _kept(rg: str, out: bytes, keep: str) -> bytes:
         return out
     # ASCII \b and \s: several times faster
     got = tools.run([rg, "-a", "--no-line-number", "--no-filename", "-e", "(?-u)" + keep,
-                     "-e", _BINARY_NOTE], input=out, timeout=SEARCH_TIMEOUT, what="ripgrep")
+                     "-e", _BINARY_NOTE], input=out, timeout=SEARCH_TIMEOUT, what="ripgrep", search=True)
     return got.stdout if got.returncode in (0, 1) else out
 
 

@@ -204,7 +204,7 @@ class SubsystemText:
         args += ["-f", "-", "--"] + paths
         try:
             proc = tools.run(args, cwd=self.index.root, input=(text + "\n").encode(), timeout=SEARCH_TIMEOUT,
-                             what="ripgrep", limit=MAX_SEARCH_OUTPUT)
+                             what="ripgrep", limit=MAX_SEARCH_OUTPUT, search=True)
         except tools.ToolError as exc:
             self.index.search_failed(self.index.root, str(exc))
             return []
