@@ -574,3 +574,32 @@ def test_a_member_of_a_file_scope_struct_variable_is_of_that_struct(tmp_path):
     assert "flush_workqueue(info->port->wq) waits for hub_main, which lacks WQ_MEM_RECLAIM" in got[1]["message"]
     for f in got:
         assert [s["note"] for s in f["chain"]][-1].startswith("alloc_workqueue() allocates hub_main")
+
+
+def test_the_files_of_the_tree_that_flush_are_each_looked_up_once():
+    """far_heads() is asked for every body looked at: while one flush's calls are not searched
+    yet, those already answered are not gone through again (with the flush rules off, the
+    waits of linux-source-6.12 asked 49,723 times: 15 million records, 8 s)."""
+    from wqlint import api
+    from wqlint.scan.calls import Calls
+
+    names = [c.name for c in api.FLUSH_CALLS]
+    looked: list = []
+
+    class Index:
+        answered = set(names[1:])
+
+        def occurrences(self, name):
+            looked.append(name)
+            return [(f"d/{name}.c", 1), ("d/x.h", 2)] if name in self.answered else None
+
+    class Text:
+        def files_heads(self, files):
+            return ("heads of", files)
+
+    calls = Calls(Index(), Text(), frozenset())
+    for _ in range(100):
+        assert calls.far_heads() is None
+    assert sorted(set(looked) - {names[0]}) == sorted(names[1:]) and len(looked) == 100 + len(names) - 1
+    Index.answered.add(names[0])
+    assert calls.far_heads() == ("heads of", tuple(sorted(f"d/{n}.c" for n in names)))

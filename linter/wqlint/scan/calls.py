@@ -67,6 +67,7 @@ class Calls:
         self._pointers: dict = {}  # (member, directory) -> _pointer_names()
         self._far = None  # far_heads()
         self._far_files: Optional[tuple] = None  # the files it is of
+        self._far_found: dict = {}  # name of a flush -> the .c files that call it, once searched
         self._far_defined: dict = {}  # name -> _far_definition()
         self._names: dict = {}  # a definition -> the function's name
         self._wait_dist: dict = {}  # _dist of distance(waits=True)
@@ -161,16 +162,16 @@ class Calls:
         if self._far is not None:
             return self._far
         if self._far_files is None:  # worked out once: every body looked at asks
-            files, pending = set(), False
+            # (each name's files once: asked again for every body while one is not searched yet)
+            found = self._far_found
             for name in _FLUSH_NAME_LIST:
-                occ = self.index.occurrences(name)
-                if occ is None:
-                    pending = True
-                    continue
-                files.update(rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<"))
-            if pending:
+                if name not in found:
+                    occ = self.index.occurrences(name)
+                    if occ is not None:
+                        found[name] = {rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<")}
+            if len(found) < len(_FLUSH_NAME_LIST):
                 return None
-            self._far_files = tuple(sorted(files)[:MAX_FAR_FILES])
+            self._far_files = tuple(sorted(set().union(*found.values()))[:MAX_FAR_FILES])
         found = self.text.files_heads(self._far_files)
         if found is None:
             return None
