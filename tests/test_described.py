@@ -114,3 +114,19 @@ def test_a_kept_description_that_is_damaged_or_writable_by_others_is_not_used(tm
         assert sorted(asked) == ["functions", "initialisers and struct members"], n
         assert got == _scan(target, cache, "--no-cache")
     assert want == _scan(tree / "drivers/tgt", cache)
+
+
+def test_with_only_the_waits_rule_on_the_description_is_searched_beside_the_resolution(tmp_path, monkeypatch):
+    """The waits read the tree's description too: with the flush rules off, the scan of a
+    whole tree still starts its searches while it resolves the sites, not once the works
+    first need it (then the scan waits for them: 4 s of linux-source-6.12's)."""
+    from wqlint.scan import description, engine
+
+    tree = _tables_tree(tmp_path)
+    (tree / ".wqlint.yaml").write_text("rules:\n  disable: [reclaim-flush-dependency, flush-queue-mismatch]\n")
+    order: list = []
+    start, works = description.Description.start, engine.Engine._works
+    monkeypatch.setattr(description.Description, "start", lambda self: order.append("start") or start(self))
+    monkeypatch.setattr(engine.Engine, "_works", lambda self, *a: order.append("works") or works(self, *a))
+    _scan(tree, tmp_path / "cache", "--no-cache", "-j", "1")
+    assert order[:1] == ["start"] and "works" in order

@@ -203,9 +203,10 @@ class Engine:
 
     def _describes(self) -> bool:
         """Does the scan search the tree's description while it resolves its sites? The work
-        model of a whole tree reads it; a review's focus on a few files seldom needs it, and a
-        search of the whole tree for each patch would cost it several times its own work."""
-        return "" in self.targets.rels and self.focus.files is None and "flow" not in self.options.unread
+        model of a whole tree reads it (for the flows and for the waits); a review's focus on a
+        few files seldom needs it, and a search of the whole tree for each patch would cost it
+        several times its own work."""
+        return "" in self.targets.rels and self.focus.files is None and not {"flow", "wait"} <= self.options.unread
 
     def _searched(self) -> int:
         """How many .c/.h files the search of the targets covers. It skips hidden directories
