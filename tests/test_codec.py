@@ -10,6 +10,7 @@ import pytest
 
 from wqlint import catalogue
 from wqlint.finding import Step
+from wqlint.scan.site import Site
 from wqlint.scan import codec, engine, store
 from wqlint.scan.targets import Targets
 from wqlint.scan.values import Alt, Const, CpuCount, Op, Unknown
@@ -43,6 +44,38 @@ def test_round_trip_of_a_real_scan():
         assert back.sites and [s.flags for s in back.sites] == [s.flags for s in got.sites]
         done += 1
     assert done >= 2
+
+
+def test_a_site_is_kept_once_however_many_flows_carry_it():
+    """A Site (its fields lists, not hashable) named by the sites of a scan and by each of
+    its flows is stored once and read back as one object; its row names the Steps' table. A
+    Step that names a Site (the table after its own) is not read."""
+    cat = catalogue.load(REPO / "rules.yaml")
+    root = REPO / "tests" / "fixtures" / "mainline"
+    got = engine.Engine(Targets([str(root)]), cat, engine.ScanOptions()).analysis()
+    assert got.flows, "the fixture tree has works reaching a flush"
+    c = codec.Codec(store.Analysis, shared=(Step, Site))
+    data = json.loads(json.dumps(c.encode(got)))
+    rows = data["shared"]["Site"]
+    assert len(rows) == len({json.dumps(r) for r in rows})
+    distinct = []
+    for site in list(got.sites) + [f.site for f in got.flows] + [s for f in got.flows for s in f.target.sites]:
+        if site not in distinct:
+            distinct.append(site)
+    assert len(rows) == len(distinct)
+    back = c.decode(data)
+    assert back == got
+    by_id = {id(s) for s in back.sites}
+    assert all(id(f.site) in by_id for f in back.flows if f.site in back.sites)
+    assert sum(f.site in back.sites for f in back.flows) > 0
+
+    @dataclass(frozen=True)
+    class Holder:
+        site: Site
+    h = codec.Codec(Holder, shared=(Site, Step))
+    data = json.loads(json.dumps(h.encode(Holder(got.flows[0].site))))
+    with pytest.raises(codec.Invalid):
+        h.decode(data)  # the Site's row names a Step before the Steps' table is read
 
 
 def test_values_and_their_steps():

@@ -534,7 +534,7 @@ def _doc_edits():
     """Ways to damage an index whose header stays valid: each must be caught by its types.
     (Those in a scan's Analysis are found when the scan is used: that scan is dropped.)"""
     def site(doc):
-        return doc["scans"][0][1]["value"][1][0]
+        return doc["scans"][0][1]["shared"]["Site"][doc["scans"][0][1]["value"][1][0]]
 
     def first(doc):
         return doc["first"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import types
 import typing
 from typing import Callable, Optional
@@ -86,8 +87,7 @@ class Codec:
             value_json = self._encode(value)
             shared = {}
             for c, table in tables.items():
-                enc = self._shared_enc[c]
-                shared[c.__name__] = [enc(v) for _at, v in table.values()]
+                shared[c.__name__] = [row for _at, row in table.values()]
         except RecursionError:
             raise Unstorable("nested too deep") from None
         finally:
@@ -102,6 +102,7 @@ class Codec:
                     or set(data["shared"]) != {c.__name__ for c in self.shared}:
                 raise Invalid("not an encoded value")
             tables: dict = {}
+            self._dtables = tables  # a table's rows may name the rows of the tables before it
             for c in self.shared:
                 rows = data["shared"][c.__name__]
                 if type(rows) is not list:
@@ -110,7 +111,6 @@ class Codec:
                 tables[c] = [dec(r) for r in rows]
                 if adjust and c in adjust:
                     tables[c] = [adjust[c](v) for v in tables[c]]
-            self._dtables = tables
             return self._decode(data["value"])
         except RecursionError:
             raise Invalid("nested too deep") from None
@@ -227,16 +227,27 @@ class Codec:
                     raise TypeError(f"two stored classes named {c.__name__}")
             if hint in self.shared:
                 names = [f.name for f in dataclasses.fields(hint)]
+                # Kept once per value of every field (a field left out of == counts too): the
+                # fields themselves when they are all hashable (a Step), else their encoding.
 
                 def shared(v):
                     if type(v) is not hint:
                         raise Unstorable(f"{type(v).__name__} where {hint.__name__} goes")
-                    # Kept once per value of every field (a field left out of == counts too)
                     table = self._tables[hint]
                     key = tuple([getattr(v, name) for name in names])
+                    try:
+                        got = table.get(key)
+                    except TypeError:  # a field that is a list
+                        pass
+                    else:
+                        if got is None:
+                            got = table[key] = (len(table), self._shared_enc[hint](v))
+                        return got[0]
+                    row = self._shared_enc[hint](v)
+                    key = json.dumps(row, separators=(",", ":"))
                     got = table.get(key)
                     if got is None:
-                        got = table[key] = (len(table), v)
+                        got = table[key] = (len(table), row)
                     return got[0]
                 return shared
             encs: dict = {}
@@ -395,7 +406,9 @@ class Codec:
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             if hint in self.shared:
                 def dshared(j):
-                    table = self._dtables[hint]
+                    table = self._dtables.get(hint)
+                    if table is None:
+                        raise Invalid(f"a {hint.__name__} before its table")
                     if type(j) is not int or not 0 <= j < len(table):
                         raise Invalid(f"no {hint.__name__} {j!r}")
                     return table[j]

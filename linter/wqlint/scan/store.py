@@ -74,7 +74,7 @@ from wqlint.scan.site import FlagBits, Flow, QueueUse, SelfWait, Site
 from wqlint.scan.search import IDENT_RE, definition_regex
 from wqlint.scan.source import MAX_FILE_BYTES, digest
 
-FORMAT = 6
+FORMAT = 7
 MAGIC = b"wqlint-index"
 RACY_NS = 2_000_000_000
 MAX_INDEX_BYTES = 64 * 1024 * 1024
@@ -146,7 +146,7 @@ def _codec(kind) -> codec.Codec:
     got = _CODECS.get(kind)
     if got is None:
         try:
-            got = codec.Codec(kind, shared=(Step,))
+            got = codec.Codec(kind, shared=(Step, Site))
         except TypeError as exc:
             got = codec.Unstorable(str(exc))
         _CODECS[kind] = got
