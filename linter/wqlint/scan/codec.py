@@ -8,7 +8,9 @@ are stored as data only, directed by the types the dataclasses declare (their an
   other dict an array of [key, value] pairs; bytes a str of latin-1 characters; an Enum
   member its value;
 - the instances of the classes given as `shared` (Steps: one line of a chain is part of
-  many values) are kept once, in a table, and named by their position in it.
+  many values; Sites: an allocation is named by each flow on its queue) are kept once per
+  value, in a table per class, and named by their position in it; a table's rows may name
+  those of the tables before it.
 
 Reading them back follows the same types: anything that is not what its place declares (an
 unknown or unexpected class name, a missing or extra field, a wrong type, a number where a
