@@ -151,3 +151,12 @@ def test_the_description_is_its_own_phase(tmp_path):
     assert got["tables"]["description"]["entered"] == 1 and got["tables"]["description"]["wall_s"] > 0
     assert got["demo"]["description"]["entered"] == 0 and got["demo"]["description"]["wall_s"] == 0
     assert got["demo"]["setup"]["entered"] == 0 and got["demo"]["setup"]["wall_s"] > 0
+
+
+@pytest.mark.parametrize("command", ["scan", "review"])
+def test_the_help_names_every_phase_the_file_holds(command):
+    """`--help` lists the phases in the order the file gives them, setup first."""
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert f"phase by phase ({', '.join(NAMES)}: wall" in text

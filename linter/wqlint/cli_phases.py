@@ -12,12 +12,12 @@ import sys
 
 import click
 
-from wqlint.scan.phases import phase
+from wqlint.scan.phases import PHASES, phase
 
 __all__ = ["phase", "phases_option"]  # phase: the command's own (output)
 
-HELP = ("Write where the run's time and memory went, phase by phase (search, description, resolution, "
-        "work model, judging, output: wall and CPU seconds, peak resident size), as JSON to FILE.")
+HELP = (f"Write where the run's time and memory went, phase by phase ({', '.join(PHASES)}: wall and "
+        "CPU seconds, peak resident size), as JSON to FILE.")
 
 
 def phases_option(command):
