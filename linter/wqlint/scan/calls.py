@@ -80,6 +80,7 @@ class Calls:
         self._wide: dict = {}  # name -> wide_definition()
         self._steps: dict = {}  # a definition -> _stepsstep_out()
         self._read_calls: dict = {}  # a definition -> _calls_of()
+        self._step_parts: dict = {}  # a definition -> _step_parts_of(), until _stepsstep_out() is known
 
     def function(self, name: str, near: str) -> Optional[Scope]:
         """The definition of function name: in near's file, else in its subsystem's files
@@ -409,33 +410,49 @@ class Calls:
         got = self._steps.get(at)
         if got is not None:
             return got
-        body = self._body(at)
         plain = self._callees_of(at)
-        if body is None or plain is _PENDING:
-            return plain if plain is _PENDING else ((), ())
+        if plain is _PENDING:
+            return plain
+        # What does not change from round to round once plain is known, worked out once: the
+        # wide steps, and the tables' functions (in order) whose definitions are looked up.
+        parts = self._step_parts.get(at)
+        if parts is None:
+            body = self._body(at)
+            if body is None:
+                return ((), ())
+            parts = self._step_parts[at] = self._step_parts_of(at, body, plain[0])
+        wide, targets = parts
+        fan = []
+        for fn, irel in targets:
+            d = self._definition(fn, irel)
+            if d is _PENDING:
+                return _PENDING
+            if d is not None and d != at and d not in plain[0] and d not in fan:
+                fan.append(d)
+        self._read_calls.pop(at, None)  # (its last reader)
+        self._step_parts.pop(at, None)
+        got = self._steps[at] = (wide, tuple(fan))
+        return got
+
+    def _step_parts_of(self, at: tuple, body: bytes, plain: tuple) -> tuple:
+        """(the wide steps, [(function, file setting it)] of the tables' functions) of
+        _stepsstep_out(), for a function whose _callees_of() is known."""
         rel = at[0]
         heads = self._near_defs(rel) or []
         far = self.far_heads() or ()
-        wide, fan = [], []
+        wide = []
         called, _through, members = self._calls_of(at, body)
         for n in sorted(called):
             name = n.decode()
             if name in self.not_followed or n in far or any(n in h for h in heads):
                 continue
             d = self.wide_definition(name)
-            if d is not None and d != at and d not in plain[0] and d not in wide:
+            if d is not None and d != at and d not in plain and d not in wide:
                 wide.append(d)
         decls = self._declarations(at)
-        for member, holder, base in sorted(members):
-            for fn, irel, _line, _type in self.table_targets(member, self.table_types(member, holder, base, decls)):
-                d = self._definition(fn, irel)
-                if d is _PENDING:
-                    return _PENDING
-                if d is not None and d != at and d not in plain[0] and d not in fan:
-                    fan.append(d)
-        self._read_calls.pop(at, None)  # (its last reader)
-        got = self._steps[at] = (tuple(wide), tuple(fan))
-        return got
+        targets = [(fn, irel) for member, holder, base in sorted(members)
+                   for fn, irel, _line, _type in self.table_targets(member, self.table_types(member, holder, base, decls))]
+        return tuple(wide), targets
 
     def _calls_of(self, at: tuple, body: bytes) -> tuple:
         """tablecalls.calls_of() of the function whose definition is at, read once for
