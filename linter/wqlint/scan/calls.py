@@ -450,8 +450,10 @@ class Calls:
             if d is not None and d != at and d not in plain and d not in wide:
                 wide.append(d)
         decls = self._declarations(at)
-        targets = [(fn, irel) for member, holder, base in sorted(members)
-                   for fn, irel, _line, _type in self.table_targets(member, self.table_types(member, holder, base, decls))]
+        targets = []
+        for member, holder, base in sorted(members):
+            types = self.table_types(member, holder, base, decls)
+            targets += [(fn, irel) for fn, irel, _line, _type in self.table_targets(member, types)]
         return tuple(wide), targets
 
     def _calls_of(self, at: tuple, body: bytes) -> tuple:
