@@ -603,3 +603,42 @@ def test_the_files_of_the_tree_that_flush_are_each_looked_up_once():
     assert sorted(set(looked) - {names[0]}) == sorted(names[1:]) and len(looked) == 100 + len(names) - 1
     Index.answered.add(names[0])
     assert calls.far_heads() == ("heads of", tuple(sorted(f"d/{n}.c" for n in names)))
+
+
+def test_a_step_out_waiting_for_a_search_asks_again_only_what_it_waits_for():
+    """_stepsstep_out() of a function whose tables' functions are not all looked up yet is
+    asked again in every round: its steps into other subsystems (the wide ones) are worked
+    out once, and only the tables' definitions asked again, in the same order, until each is
+    known; the answer is then as if worked out at once."""
+    from wqlint.scan.calls import _PENDING, Calls
+
+    calls = Calls(None, None, frozenset())
+    at = ("d/a.c", 10, 100)
+    asked: list = []
+    wide_asked: list = []
+    known = {"f": ("d/f.c", 3, 30)}
+    calls._callees_of = lambda a: ((("d/g.c", 1, 10),), False)
+    calls._body = lambda a: b"{ far(); ops->op(x); }"
+    calls._calls_of = lambda a, body: ({b"far"}, {b"op"}, {(b"op", b"ops", b"")})
+    calls._near_defs = lambda rel: []
+    calls.far_heads = lambda: ()
+    calls._declarations = lambda a: b""
+    calls.table_types = lambda member, holder, base, decls: frozenset({"struct t_ops"})
+    calls.table_targets = lambda member, types: [("f", "e/f.c", 5, "struct t_ops"), ("h", "e/h.c", 6, "struct t_ops")]
+
+    def wide_definition(name):
+        wide_asked.append(name)
+        return ("w/far.c", 7, 70)
+
+    def definition(name, near):
+        asked.append(name)
+        return known.get(name, _PENDING)
+    calls.wide_definition = wide_definition
+    calls._definition = definition
+    for _ in range(50):
+        assert calls._stepsstep_out(at) is _PENDING
+    assert wide_asked == ["far"] and asked == ["f", "h"] * 50
+    known["h"] = None  # (not defined anywhere: no step)
+    assert calls._stepsstep_out(at) == ((("w/far.c", 7, 70),), (("d/f.c", 3, 30),))
+    assert calls._stepsstep_out(at) == ((("w/far.c", 7, 70),), (("d/f.c", 3, 30),))
+    assert wide_asked == ["far"] and asked == ["f", "h"] * 51
