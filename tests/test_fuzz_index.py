@@ -85,11 +85,15 @@ def _kinds(n: int) -> list:
 
 
 def accepted(lines: list) -> bool:
-    """Do the types accept every line (the first one as the store reads it)?"""
+    """Do the types accept every line (the first one as the store reads it)? (The answers
+    are checked when a run first asks for one; bad ones are then dropped with the kept scans,
+    so that a run given them says what a run without an index says, as it does for the
+    other lines.)"""
     first = lines[0]
     try:
         if type(first) is not dict or set(first) != {"wqlint", "code", "root", "gen", "files", "stamps", "unknown",
-                                                     "answers"} or type(first["gen"]) is not int:
+                                                     "answers", "age"} or type(first["gen"]) is not int \
+                or type(first["age"]) is not dict or any(type(a) is not int for a in first["age"].values()):
             return False
         store.stamps_from(first["files"], first["stamps"], first["unknown"])
         store._codec(store.Answers).decode(first["answers"])

@@ -570,10 +570,30 @@ def test_an_index_of_the_wrong_shape_is_not_used(tree, cat, edit, monkeypatch):
     _doc_edits()[edit](doc)
     restore(tree, doc)
     got, _ = both(tree, cat)
-    assert got.grep_rounds > 0 or edit.startswith(("a site", "a class", "a step", "garbage for a scan"))
+    # (The answers are read when first asked for: this scan's is kept and asks none.)
+    assert got.grep_rounds > 0 or edit.startswith(("a site", "a class", "a step", "garbage for a scan", "lines"))
     assert shape(got) == shape(first)
     assert stored(tree)["first"]["root"] == str(tree)
     assert lint.scan([str(tree)], cat, CACHED).grep_rounds == 0
+
+
+def test_answers_not_what_their_types_say_are_dropped_when_first_asked_for(tree, cat, monkeypatch):
+    """The answers are decoded when a scan first asks for one: a scan kept in the index whose
+    files are as they were asks none, and gives its result without a search; the first scan
+    that asks finds them bad, searches the tree as if there were no index (with the same
+    result as without one) and writes good ones, which the next scan uses."""
+    monkeypatch.setattr(store, "RACY_NS", 0)  # stamps of files written just now are kept
+    first, _ = both(tree, cat)
+    doc = stored(tree)
+    doc["first"]["answers"]["value"][4][0][1] = 7  # a line's bytes a number
+    restore(tree, doc)
+    kept = lint.scan([str(tree)], cat, CACHED)
+    assert kept.grep_rounds == 0 and shape(kept) == shape(first)
+    assert stored(tree)["first"]["answers"] == doc["first"]["answers"], "nothing asked, nothing written"
+    sub, fresh = both(tree, cat, "fs/foo")
+    assert sub.grep_rounds > 0 and shape(sub) == shape(fresh)
+    store._codec(store.Answers).decode(stored(tree)["first"]["answers"])  # good ones written
+    assert lint.scan([str(tree / "fs" / "foo")], cat, CACHED).grep_rounds == 0
 
 
 @pytest.mark.parametrize("damage", ["truncated", "a byte changed", "empty", "a directory", "a FIFO",

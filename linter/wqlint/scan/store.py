@@ -39,7 +39,10 @@ Analysis, read only when that scan is used), read back through the types the sto
 declare (scan.codec).
 Anything else (another format, a digest or a type that does not match, another tree's
 index, a truncated file, a directory in its place, more than MAX_INDEX_BYTES) means starting
-from nothing. It is read through the guarded opener and only from a directory and a file
+from nothing. The answers are decoded (and their types checked) when a run first asks for
+one: a run whose scan is kept and whose files are as they were asks none, and writes them
+back as they were read; one that finds them bad goes on as if there were no index (no
+answer, no kept scan). It is read through the guarded opener and only from a directory and a file
 owned by the user and writable by nobody else (the directories above: owned by the user or
 root, and writable by others only when sticky, as /tmp), as ssh and git's safe.directory
 require; it is written through the one atomic writer (a reader sees a whole file; of two
@@ -125,7 +128,8 @@ class Kept:
 class Answers:
     """The searches answered: uses and definitions of each name (with the scopes searched
     for them), the lines they are on, the files the search could not use, the function
-    around an allocation line, and when each name was last used."""
+    around an allocation line. (When each name was last used is in the file's first line
+    beside them: it changes with every run that uses one.)"""
 
     uses: dict[str, list[tuple[str, int]]]
     defs: dict[str, list[tuple[str, int]]]
@@ -133,7 +137,6 @@ class Answers:
     lines: dict[tuple[str, int], bytes]
     bad: dict[str, str]
     enclosing: dict[tuple[str, bytes], str]
-    age: dict[str, int]
 
 
 _CODECS: dict = {}
@@ -261,17 +264,23 @@ class Store:
         self.name = hashlib.sha1(os.fsencode(str(self.root))).hexdigest()[:20]
         self.path = self.dir / f"{self.name}.json"
         self.stamps: dict = {}  # rel -> (inode, size, mtime_ns, ctime_ns) or None (look again next time)
-        self.found: dict = {}  # token or ("def", token) -> [(rel, line)] on disk
-        self.cover: dict = {}  # token -> definition scopes searched
-        self.lines: dict = {}  # (rel, line) -> bytes of that line
-        self.bad: dict = {}  # rel -> problem, files the search could not use
+        # The answers (found, cover, lines, bad, enclosing: read through their properties),
+        # decoded from the file when first asked for: a run whose files and scan are as they
+        # were never asks. _answers_json: their JSON data as read, while they are as read.
+        self._found: dict = {}  # token or ("def", token) -> [(rel, line)] on disk
+        self._cover: dict = {}  # token -> definition scopes searched
+        self._lines: dict = {}  # (rel, line) -> bytes of that line
+        self._bad: dict = {}  # rel -> problem, files the search could not use
+        self._enclosing: dict = {}  # (rel, line bytes) -> the function or macro it sits in
+        self._undecoded = False  # _answers_json not decoded yet
+        self._decoding = threading.Lock()
+        self._answers_json = None
         self.scans: dict = {}  # key -> Analysis, or its line of the file, not read yet
         self.kept: dict = {}  # key -> Kept
         self._read_from: dict = {}  # key -> (a scan read from the file, its line there)
         self.age: dict = {}  # token -> when last used
         self.gen = 0  # how many times the index was written
         self.touched: set = set()  # tokens used in this run
-        self.enclosing: dict = {}  # (rel, line bytes) -> the function or macro it sits in
         self.hidden: list = []  # hidden directories the walk skipped
         self.unsaved = True  # something to write (answers, stamps, scans, names)
         self._walker: Optional[threading.Thread] = None  # the thread walking the tree (see open)
@@ -305,13 +314,8 @@ class Store:
         now = self._now
         stamps = {rel: self._stamp(st) for rel, st in now.items()}
         if self.whole:
-            answers, self.stamps, self.scans, self.kept, self.gen = data
-            self.found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
-            self.cover = answers.cover
-            self.lines = answers.lines
-            self.bad = answers.bad
-            self.enclosing = answers.enclosing
-            self.age = answers.age
+            self._answers_json, self.stamps, self.scans, self.kept, self.gen, self.age = data
+            self._undecoded = True
             self.loaded = True
             if self._update(now):
                 self.unsaved = self.dirty or stamps != self.stamps
@@ -319,7 +323,8 @@ class Store:
                 return self
         # Starting from nothing: the searches of this run answer, and report what they meet
         # (no index is written while a directory or a file cannot be read: see save()).
-        self.found, self.cover, self.lines, self.bad, self.enclosing, self.age = {}, {}, {}, {}, {}, {}
+        self._set_answers(Answers({}, {}, {}, {}, {}, {}))
+        self.age = {}
         self.scans, self.kept = {}, {}
         self.loaded, self.dirty, self.changed = False, False, set()
         self.stamps, self.unsaved = stamps, True
@@ -390,11 +395,13 @@ class Store:
         try:
             doc = safeio.parse_json(lines[0])
             if type(doc) is not dict or set(doc) != {"wqlint", "code", "root", "gen", "files", "stamps", "unknown",
-                                                    "answers"} \
+                                                    "answers", "age"} \
                     or doc["wqlint"] != __version__ or doc["root"] != str(self.root) or type(doc["gen"]) is not int:
                 return None
             stamps = stamps_from(doc["files"], doc["stamps"], doc["unknown"])
-            answers = _codec(Answers).decode(doc["answers"])
+            age = doc["age"]
+            if type(age) is not dict or any(type(a) is not int or not codec.text_ok(t) for t, a in age.items()):
+                return None
             scans, kept = {}, {}
             if doc["code"] == code_id():  # the searches stay good; sites resolved by other code do not
                 for n in range(1, len(lines), 2):
@@ -403,7 +410,63 @@ class Store:
                     kept[k.key] = k
         except (codec.Invalid, codec.Unstorable, safeio.InputRefused, ValueError, RecursionError):
             return None
-        return answers, stamps, scans, kept, doc["gen"]
+        return doc["answers"], stamps, scans, kept, doc["gen"], age
+
+    # -- the answers, decoded when first asked for -------------------------------------------
+    def _answers_ready(self) -> None:
+        """The answers read from the file decoded; when they are not what their types say,
+        none (every name is searched again) and no kept scan (they were resolved from them)."""
+        if not self._undecoded:
+            return
+        with self._decoding:  # (the two scans of a review share the index)
+            if not self._undecoded:
+                return
+            try:
+                answers = _codec(Answers).decode(self._answers_json)
+            except (codec.Invalid, codec.Unstorable, RecursionError):
+                answers = Answers({}, {}, {}, {}, {}, {})
+                self.scans, self.kept, self.age = {}, {}, {}
+                self._answers_json = None
+                self.unsaved = True
+            self._set_answers(answers, keep_json=True)
+
+    def _set_answers(self, answers: "Answers", keep_json: bool = False) -> None:
+        self._found = {**answers.uses, **{("def", t): occ for t, occ in answers.defs.items()}}
+        self._cover, self._lines, self._bad, self._enclosing = (answers.cover, answers.lines, answers.bad,
+                                                                answers.enclosing)
+        self._undecoded = False
+        if not keep_json:
+            self._answers_json = None
+
+    def _changing(self) -> None:
+        """The answers are about to change: the JSON read no longer says them."""
+        self._answers_ready()
+        self._answers_json = None
+
+    @property
+    def found(self) -> dict:
+        self._answers_ready()
+        return self._found
+
+    @property
+    def cover(self) -> dict:
+        self._answers_ready()
+        return self._cover
+
+    @property
+    def lines(self) -> dict:
+        self._answers_ready()
+        return self._lines
+
+    @property
+    def bad(self) -> dict:
+        self._answers_ready()
+        return self._bad
+
+    @property
+    def enclosing(self) -> dict:
+        self._answers_ready()
+        return self._enclosing
 
     def _update(self, now: dict) -> bool:
         """Bring the answers up to date with the files changed since; False when a changed
@@ -414,6 +477,8 @@ class Store:
         self.changed = changed
         if not changed:
             return True
+        self._answers_ready()
+        enclosing = len(self._enclosing)
         if any(rel not in old for rel in now) or any(rel not in now for rel in old):
             self.dirty = True  # directory listings (a subsystem's files) changed
         read_by_scans: dict = {}
@@ -456,9 +521,11 @@ class Store:
         if len(kept_lines) + len(new_lines) != len(self.lines) \
                 or any(self.lines.get(k) != v for k, v in new_lines.items()):
             self.dirty = True  # a line found where it was may say something else now
-        self.lines = kept_lines
-        self.lines.update(new_lines)
-        self.enclosing = {k: v for k, v in self.enclosing.items() if k[0] not in changed}
+        kept_lines.update(new_lines)
+        self._lines = kept_lines
+        self._enclosing = {k: v for k, v in self._enclosing.items() if k[0] not in changed}
+        if self.dirty or len(self._enclosing) != enclosing:
+            self._answers_json = None
         return True
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
@@ -500,6 +567,7 @@ class Store:
 
     def record(self, key, occ: list, lines: dict, scopes=None) -> None:
         """Keep a search's answer (disk files only)."""
+        self._changing()
         self.unsaved = True
         self.touched.add(_token(key))
         if scopes is not None:
@@ -554,7 +622,8 @@ class Store:
         key = (rel, line)
         got = self.enclosing.get(key)
         if got is None:
-            got = self.enclosing[key] = find(rel, line)
+            self._changing()
+            got = self._enclosing[key] = find(rel, line)
             self.unsaved = True
         return got
 
@@ -611,15 +680,20 @@ class Store:
         gen = self.gen + 1
         for token in self.touched:
             self.age[token] = gen
-        tokens = {_token(k) for k in self.found}
-        if len(tokens) > MAX_NAMES:
-            self._forget(len(tokens) - MAX_NAMES * 3 // 4)
+        if self._answers_json is None:  # (else as they were written, within the bounds then)
+            tokens = {_token(k) for k in self.found}
+            if len(tokens) > MAX_NAMES:
+                self._forget(len(tokens) - MAX_NAMES * 3 // 4)
         files, stamps, unknown = stamps_to(self.stamps)
         while True:
-            answers = _codec(Answers).encode(self._answers())
+            answers = self._answers_json
+            if answers is None:
+                answers = _codec(Answers).encode(self._answers())
+                tokens = {_token(k) for k in self._found}
+                self.age = {t: a for t, a in self.age.items() if t in tokens}
             first = json.dumps({"wqlint": __version__, "code": code_id(), "root": str(self.root), "gen": gen,
-                                "files": files, "stamps": stamps, "unknown": unknown, "answers": answers},
-                               separators=(",", ":")).encode()
+                                "files": files, "stamps": stamps, "unknown": unknown, "answers": answers,
+                                "age": self.age}, separators=(",", ":")).encode()
             total = len(MAGIC) + len(str(FORMAT)) + 67 + len(first)  # the header line, the first line
             if total <= MAX_INDEX_BYTES:
                 break
@@ -649,22 +723,21 @@ class Store:
         return b"%s %d %s\n" % (MAGIC, FORMAT, hashlib.blake2b(body, digest_size=32).hexdigest().encode()) + body
 
     def _answers(self) -> Answers:
-        tokens = {_token(k) for k in self.found}
         return Answers(uses={k: v for k, v in self.found.items() if isinstance(k, str)},
                        defs={k[1]: v for k, v in self.found.items() if not isinstance(k, str)},
-                       cover=self.cover, lines=self.lines, bad=self.bad, enclosing=self.enclosing,
-                       age={t: a for t, a in self.age.items() if t in tokens})
+                       cover=self.cover, lines=self.lines, bad=self.bad, enclosing=self.enclosing)
 
     def _forget(self, n: int) -> None:
         """Drop the n least recently used names, their lines, and the scans resolved from
         them."""
-        tokens = sorted({_token(k) for k in self.found}, key=lambda t: (self.age.get(t, 0), t))
+        self._changing()
+        tokens = sorted({_token(k) for k in self._found}, key=lambda t: (self.age.get(t, 0), t))
         gone = set(tokens[:n])
-        self.found = {k: v for k, v in self.found.items() if _token(k) not in gone}
-        self.cover = {t: v for t, v in self.cover.items() if t not in gone}
+        self._found = {k: v for k, v in self._found.items() if _token(k) not in gone}
+        self._cover = {t: v for t, v in self._cover.items() if t not in gone}
         self.age = {t: a for t, a in self.age.items() if t not in gone}
-        wanted = {o for occ in self.found.values() for o in occ}
-        self.lines = {k: v for k, v in self.lines.items() if k in wanted}
+        wanted = {o for occ in self._found.values() for o in occ}
+        self._lines = {k: v for k, v in self._lines.items() if k in wanted}
         for key in [key for key, k in self.kept.items() if k.names & gone]:
             del self.scans[key], self.kept[key]
 
