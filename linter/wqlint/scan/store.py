@@ -443,30 +443,16 @@ class Store:
         self._answers_ready()
         self._answers_json = None
 
-    @property
-    def found(self) -> dict:
-        self._answers_ready()
-        return self._found
+    found = property(lambda self: self._answer("_found"))
+    cover = property(lambda self: self._answer("_cover"))
+    lines = property(lambda self: self._answer("_lines"))
+    bad = property(lambda self: self._answer("_bad"))
+    enclosing = property(lambda self: self._answer("_enclosing"))
 
-    @property
-    def cover(self) -> dict:
+    def _answer(self, name: str) -> dict:
+        """One part of the answers (see __init__), decoded first if need be."""
         self._answers_ready()
-        return self._cover
-
-    @property
-    def lines(self) -> dict:
-        self._answers_ready()
-        return self._lines
-
-    @property
-    def bad(self) -> dict:
-        self._answers_ready()
-        return self._bad
-
-    @property
-    def enclosing(self) -> dict:
-        self._answers_ready()
-        return self._enclosing
+        return getattr(self, name)
 
     def _update(self, now: dict) -> bool:
         """Bring the answers up to date with the files changed since; False when a changed
