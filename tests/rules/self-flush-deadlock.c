@@ -505,3 +505,27 @@ int ld_start(struct ld_work *w)
 	queue_work(w->wq, &w->work);
 	return 0;
 }
+
+/* A queue named by a format whose argument a field holds: named as the kernel prints it. */
+struct nm_dev {
+	struct workqueue_struct *wq;
+	struct work_struct scan;
+	const char *name;
+	bool stop;
+};
+
+static void nm_scan_fn(struct work_struct *work)
+{
+	struct nm_dev *d = container_of(work, struct nm_dev, scan);
+
+	if (d->stop)
+		cancel_work_sync(&d->scan);
+}
+
+int nm_start(struct nm_dev *d)
+{
+	d->wq = alloc_ordered_workqueue("%s", 0, d->name);
+	INIT_WORK(&d->scan, nm_scan_fn);
+	queue_work(d->wq, &d->scan);
+	return 0;
+}

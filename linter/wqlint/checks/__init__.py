@@ -19,7 +19,7 @@ from wqlint.finding import numbered
 from wqlint.scan.phases import timed
 from wqlint.scan.site import PARTS, Flow, QueueUse, SelfWait, Site, paths
 
-_SHARED = ("common", "context")  # what the rules share: helpers, and their context (CheckContext)
+_SHARED = ("common", "context", "queue_name")  # helpers, the context (CheckContext), queue names
 REGISTRY: dict = {}
 for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if _info.name.startswith("_") or _info.name in _SHARED:

@@ -378,6 +378,7 @@ class SelfWaits:
             target = self.model.target_of(api.FLUSH_CALLS_BY_NAME["flush_work"], work, near)
             queued = list(target.queued) if target is not None else []
             queues = _queue_names(target)
+            sites = tuple(target.sites) if target is not None else ()
         else:
             # The queued item must be the work's by name and struct (an unknown tag would let
             # another struct's member of the same name stand for it).
@@ -386,14 +387,15 @@ class SelfWaits:
             if not on:
                 return None
             queued = on
-            queues = _queue_names(self.model.target_of(api.FLUSH_CALLS_BY_NAME["flush_workqueue"], key, where)) \
-                or (key.show(),)
+            target = self.model.target_of(api.FLUSH_CALLS_BY_NAME["flush_workqueue"], key, where)
+            queues = _queue_names(target) or (key.show(),)
+            sites = tuple(target.sites) if target is not None else ()
         src = scope.src
         cl = scope.chunk.line_of(call)
         fn = call.child_by_field_name("function")
         return SelfWait(path=src.rel, line=cl, col=scope.chunk.col_of(fn), end_col=scope.chunk.end_col_of(fn),
                         call=name, what=what, waited=short(parser.text(args[argi]), 40), function=start.name,
-                        bound=bound, queued=tuple(queued[:MAX_QUEUED]), queues=tuple(queues),
+                        bound=bound, queued=tuple(queued[:MAX_QUEUED]), queues=tuple(queues), sites=sites,
                         calls=self._steps(hops),
                         wait=Step(src.rel, cl, src.line_text(cl).strip(),
                                   conditions.with_guards(f"{scope.name}() calls {name}()", call)),

@@ -195,6 +195,7 @@ class SelfWait:
     calls: tuple[Step, ...]  # the calls from the work function to the function that waits
     wait: Step
     suppressed: frozenset[str] = frozenset()
+    sites: tuple[Site, ...] = ()  # the allocations of those queues, when known (their names as the kernel prints them)
 
 
 @dataclass(frozen=True)
