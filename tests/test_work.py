@@ -315,10 +315,10 @@ def test_a_work_waiting_for_itself_is_reported_at_the_wait_with_its_chain():
     queueing call cleared, a state stored only after waiting for the work) are silent."""
     doc, _ = scan_json(SELF, "--kernel-version", "7.3")
     got = _self_waits(doc)
-    assert sorted(got) == [16, 30, 72, 80, 90, 106, 335, 378, 445, 522]
+    assert sorted(got) == [16, 30, 72, 80, 90, 106, 335, 378, 445, 523]
     # A queue named by a format: as the kernel prints it, with where its argument comes from.
     assert "nm_scan_fn() runs on %s (named with %s from 'd' field 'name') and cancel_work_sync(&d->scan)" \
-        in got[522]["message"]
+        in got[523]["message"]
     assert (got[16]["severity"], got[16]["column"]) == ("error", 2)
     assert [(s["line"], s["note"]) for s in got[16]["chain"]] == [
         (118, "queue_work() puts &d->reset on d->wq"),

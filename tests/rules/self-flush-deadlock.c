@@ -519,6 +519,7 @@ static void nm_scan_fn(struct work_struct *work)
 	struct nm_dev *d = container_of(work, struct nm_dev, scan);
 
 	if (d->stop)
+		// ruleid: self-flush-deadlock
 		cancel_work_sync(&d->scan);
 }
 
