@@ -95,10 +95,14 @@ def _one_string(value) -> str:
     return next(iter(texts)).decode("utf-8", "replace") if complete and len(texts) == 1 else ""
 
 
-def shown(sites, fallback: tuple = ()) -> str:
-    """The names of the queues of sites, each once, with where the arguments not filled in
-    come from; the names of fallback when no site is known."""
+def names(sites, fallback: tuple = ()) -> tuple:
+    """(names, origins): the names of the queues of sites, each once, in order (those of
+    fallback when no site is known), and where the arguments not filled in come from."""
     named = {kernel_name(s) for s in sites}
-    names = tuple(sorted({n for n, _ in named})) or tuple(fallback)
-    origins = sorted({o for _, o in named if o})
-    return "/".join(names) + (f" (named with {'; '.join(origins)})" if origins else "")
+    return tuple(sorted({n for n, _ in named})) or tuple(fallback), sorted({o for _, o in named if o})
+
+
+def shown(sites, fallback: tuple = ()) -> str:
+    """The names() of sites as a message gives them."""
+    found, origins = names(sites, fallback)
+    return "/".join(found) + (f" (named with {'; '.join(origins)})" if origins else "")

@@ -21,7 +21,7 @@ from wqlint.checks.common import applies, flow_finding
 from wqlint.checks.context import CheckContext
 from wqlint.finding import At, Finding, Hints, NoFix, Step, Work
 from wqlint.scan.site import Flow
-from wqlint.checks.queue_name import kernel_name
+from wqlint.checks.queue_name import kernel_name, names, shown
 from wqlint.scan.values import evaluate
 
 RULE = "reclaim-flush-dependency"
@@ -119,10 +119,8 @@ def _judge(flow: Flow, ctx: CheckContext) -> Optional[Judged]:
     if not tsites and target.system not in api.SYSTEM_QUEUES:
         return None
     qname = kernel_name(flow.site)[0]
-    named = {kernel_name(s) for s in tsites}
-    tnames = tuple(sorted({n for n, _ in named})) or (target.system,)
-    origins = sorted({o for _, o in named if o})
-    about = "/".join(tnames) + (f" (named with {'; '.join(origins)})" if origins else "")
+    tnames = names(tsites, (target.system,))[0]
+    about = shown(tsites, (target.system,))
     what = _flushed(flow)
     chain = [_alloc_step(flow.site, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
              *flow.calls, flow.flush, *target.queued[:MAX_TARGETS]]
@@ -132,11 +130,11 @@ def _judge(flow: Flow, ctx: CheckContext) -> Optional[Judged]:
     hints = _fix_hints(flow, ctx, tsites, holders, own)
     no_fix = hints.no_fix.reason if hints.no_fix is not None else ""
     case = no_fix or ("per-object" if hints.per_object else "default")
-    shown = _system(target) if case == "system" else "/".join(tnames)  # what the advice names
+    advised = _system(target) if case == "system" else "/".join(tnames)  # what the advice names
     entry = tsites[0].entry if len(tsites) == 1 else ""
-    finding = flow_finding(flow, ctx, RULE, "", chain, hints=hints, case=case, queue=qname, target=shown,
+    finding = flow_finding(flow, ctx, RULE, "", chain, hints=hints, case=case, queue=qname, target=advised,
                            entry=entry)
-    return Judged(flow, finding, qname, tnames, what, about, case, shown, entry)
+    return Judged(flow, finding, qname, tnames, what, about, case, advised, entry)
 
 
 def _flushed(flow: Flow) -> str:

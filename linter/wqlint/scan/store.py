@@ -37,18 +37,18 @@ The file is data only: one header line (a format number and the BLAKE2b digest o
 rest), then lines of JSON (the stamps and the answers; then, per scan, its Kept and its
 Analysis, read only when that scan is used), read back through the types the stored classes
 declare (scan.codec).
-Anything else (another format, a digest or a type that does not match, another tree's
-index, a truncated file, a directory in its place, more than MAX_INDEX_BYTES) means starting
-from nothing. The answers are decoded (and their types checked) when a run first asks for
-one: a run whose scan is kept and whose files are as they were asks none, and writes them
-back as they were read; one that finds them bad goes on as if there were no index (no
-answer, no kept scan). It is read through the guarded opener and only from a directory and a file
-owned by the user and writable by nobody else (the directories above: owned by the user or
-root, and writable by others only when sticky, as /tmp), as ssh and git's safe.directory
-require; it is written through the one atomic writer (a reader sees a whole file; of two
-runs at once the last complete one wins), and any failure to write (no space, a file size
-limit, a name too long, a read-only or missing or refused directory) only means carrying on
-without saving.
+Anything else (another format, a digest or a type that does not match, another tree's index,
+a truncated file, a directory in its place, more than MAX_INDEX_BYTES) means starting from
+nothing. The answers are decoded (and their types checked) when a run first asks for one: a
+run whose scan is kept and whose files are as they were asks none, and writes them back as
+they were read; one that finds them bad goes on as if there were no index (no answer, no
+kept scan). It is read through the guarded opener and only from a directory and a file owned
+by the user and writable by nobody else (the directories above: owned by the user or root,
+and writable by others only when sticky, as /tmp), as ssh and git's safe.directory require;
+it is written through the one atomic writer (a reader sees a whole file; of two runs at once
+the last complete one wins), and any failure to write (no space, a file size limit, a name
+too long, a read-only or missing or refused directory) only means carrying on without
+saving.
 
 Bounds: at most MAX_SCANS scans (the least recently used go first), MAX_NAMES names (the
 least recently used go, and the scans resolved from them), MAX_INDEX_BYTES in all.
