@@ -105,3 +105,78 @@ def test_links_out_of_the_tree_are_refused_with_the_directory_cache(tmp_path):
     assert files.read("a/lnk/x.c") == b"int x;\n"
     with pytest.raises(index.SourceError, match="symbolic link out of the tree"):
         files.read("a/up/outside.c")
+
+
+def test_a_file_looked_at_is_let_go_after_the_last_few_even_with_the_collector_off(tmp_path, monkeypatch):
+    """A file only looked at (its lines, its functions' spans) is kept for the last
+    RECENT_TEXTS looked at, then let go: freed at once, though its chunks refer to it and the
+    collector is off (as while the work model runs); its digest stays; source() of a file
+    looked at keeps that very file."""
+    import gc
+    import weakref
+
+    from wqlint.scan.source import digest
+
+    monkeypatch.setattr(index, "RECENT_TEXTS", 2)
+    for n in range(4):
+        (tmp_path / f"f{n}.c").write_text(f"static void f{n}(void)\n{{\n\tg();\n}}\n")
+    idx = TreeIndex(tmp_path)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        first = idx.look("f0.c")
+        assert first is not None and first.chunk_at(3).first_line == 1  # a chunk: a cycle
+        ref = weakref.ref(first)
+        del first
+        for n in (1, 2):
+            assert idx.look(f"f{n}.c") is not None
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()
+    assert "f0.c" not in idx.files and idx.looked["f0.c"] == digest((tmp_path / "f0.c").read_bytes())
+    looked = idx.look("f2.c")
+    assert idx.source("f2.c") is looked and idx.files["f2.c"] is looked
+    assert idx.look("f2.c") is looked and idx.text("f0.c") == (tmp_path / "f0.c").read_bytes()
+
+
+def test_a_bound_lets_go_of_the_least_recently_used_of_the_files_read_after_it(tmp_path):
+    """After bound_sources(n), at most n of the files read from then on are held, the least
+    recently used let go (their digests kept); those held before stay. A file let go is read
+    again when asked for: with other bytes, it is told as changed."""
+    for name in "abcde":
+        (tmp_path / f"{name}.c").write_text(f"int {name};\n")
+    idx = TreeIndex(tmp_path)
+    assert idx.source("a.c") is not None
+    idx.bound_sources(2)
+    for name in "bcbd":  # b used again after c: c is the least recently used
+        assert idx.source(f"{name}.c") is not None
+    assert sorted(idx.files) == ["a.c", "b.c", "d.c"]
+    assert "c.c" in idx.looked and not idx.changed
+    again = idx.source("c.c")  # (b goes)
+    assert again is not None and again.data == b"int c;\n" and sorted(idx.files) == ["a.c", "c.c", "d.c"]
+    (tmp_path / "b.c").write_text("int b2;\n")
+    assert idx.source("b.c").data == b"int b2;\n" and idx.changed == {"b.c"}
+    assert "a.c" in idx.files
+
+
+def test_the_work_rules_say_the_same_with_one_file_held_at_a_time(monkeypatch):
+    """The work model's findings (flows through tables of functions, cancels, guards, works
+    that wait for themselves) do not depend on how many files the index holds: with one held
+    at a time, and one looked at, each file is let go and read again, and the report is the
+    one of the default bounds."""
+    from conftest import FIXTURES
+    from helpers import scan_json
+
+    paths = [str(FIXTURES / d) for d in ("tables", "cancels", "guards")] + [str(FIXTURES.parent / "rules")]
+    default, _ = scan_json(*paths, "--no-cache", "-j", "1")
+    let_go = []
+    real = TreeIndex._let_go
+    monkeypatch.setattr(TreeIndex, "_let_go", lambda self, rel: let_go.append(rel) or real(self, rel))
+    monkeypatch.setattr(index, "MOST_SOURCES", 1)
+    monkeypatch.setattr(index, "RECENT_TEXTS", 1)
+    tight, _ = scan_json(*paths, "--no-cache", "-j", "1")
+    assert len(let_go) > len(set(let_go))  # files let go, read again and let go again
+    assert {f["rule"] for f in default["findings"]} >= {"reclaim-flush-dependency", "self-flush-deadlock",
+                                                        "flush-queue-mismatch"}
+    assert tight == default

@@ -172,6 +172,8 @@ class Engine:
             if enabled:
                 gc.enable()
             gc.unfreeze()
+        if flows:
+            self.index.release_sources()  # (the cancels of the flows' works read few files)
         return Cancels(model).with_cancels(flows) if flows else flows, waits
 
     def _work_model(self, sites) -> WorkModel:
@@ -250,11 +252,11 @@ class Engine:
             if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
         if not {"flow", "wait"} <= self.options.unread:
-            # The work model starts from the queues allocated with a rescuer: the files of
-            # their directories are kept, the others let go until asked for again.
-            rescuer = bits.bit(api.RESCUER_FLAG)
-            near = {shares.directory(s.path) for s in sites if _may_have(s, rescuer)}
-            self.index.release_sources(keep=lambda rel: shares.directory(rel) in near)
+            # The work model reads what it needs again, a bounded number of files at a time
+            # (a worker forked for the waits shares what this process holds when it starts:
+            # keeping the sites' directories cost both some 70 MB on linux-source-7.3).
+            self.index.release_sources()
+            self.index.bound_sources()
         flows, waits = self._works(sites, bits)
         flows = unblocked(flows, waits)
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
@@ -277,6 +279,12 @@ class Engine:
                         read[rel] = ""
                 if rel in self.index.changed:
                     read[rel] = ""  # other bytes when read again: not judged whole
+        if self._model is not None:
+            # Nothing reads the work model or the files it read again: let go of them before
+            # the index is encoded and the report written (the scan's peak memory came
+            # there, on linux-source-7.3 some 80 MB above the model's end).
+            self._model = None
+            self.index.release_sources()
         result = Analysis(sites=sites, uses=uses, flows=flows, waits=waits, bits=bits, bad=dict(self.index.bad),
                           errors=list(self.index.errors), parse_errors=dict(self.finder.parse_errors),
                           call_sha=call_sha, api_files=self.api_files, read=read)

@@ -9,7 +9,6 @@ one grep per name.
 """
 from __future__ import annotations
 
-import gc
 import os
 import re
 from collections import OrderedDict
@@ -39,9 +38,16 @@ SEARCH_CHUNK = 64
 # Directories large enough that one grep over them is worth splitting further.
 _SPLIT_DEPTH = 2
 BUILTIN_HEADER_REL = "<wqlint>/include/linux/workqueue.h"
-# Files only looked at (TreeIndex.text()) that are kept in memory, the last ones looked at:
-# the work model looks at the functions of a subsystem's files one after the other.
+# Files only looked at (TreeIndex.look(), text()) that are kept in memory, the last ones
+# looked at: the work model looks at the functions of a subsystem's files one after the
+# other. Each RECENT_TEXTS files let go, the heap's free pages are given back (scan.heap):
+# the C library kept the text of the files read and let go (a waits worker's resident size
+# grew by some 250 MB in a whole 7.3 tree, while it held a few hundred files at a time).
 RECENT_TEXTS = 128
+# The files read whole kept in memory while the work model runs (bound_sources()): the
+# least recently used are let go, and read again when asked for again. On a whole
+# linux-source-7.3 the flows read 2,800 files whole, 200 of them again with this bound.
+MOST_SOURCES = 700
 
 
 class TreeIndex:
@@ -57,7 +63,10 @@ class TreeIndex:
         self.files: dict = {}  # rel -> SourceFile
         # rel -> digest of the files only looked at (text()), not kept
         self.looked: dict = {}
-        self._recent: OrderedDict = OrderedDict()  # rel -> bytes of the last RECENT_TEXTS of them
+        self._recent: OrderedDict = OrderedDict()  # rel -> SourceFile: the last RECENT_TEXTS of them
+        self._gone = 0  # files let go: the heap is trimmed every RECENT_TEXTS of them
+        self._most: Optional[int] = None  # bound_sources()
+        self._newer: OrderedDict = OrderedDict()  # rel -> None: the files it bounds, the last used last
         self.released: dict = {}  # rel -> digest of a file let go by release_sources()
         self.changed: set = set()  # files read twice in the scan with other bytes the second time
         self.bad: dict = {}  # rel -> problem
@@ -83,32 +92,61 @@ class TreeIndex:
     # -- files -------------------------------------------------------------------------
     def source(self, rel: str) -> Optional[SourceFile]:
         src = self.files.get(rel)
-        if src is not None or rel in self.bad or self.tree_files.deleted(rel):
+        if src is not None:
+            if rel in self._newer:
+                self._newer.move_to_end(rel)
             return src
-        data = self._recent.pop(rel, None)
-        if data is None:
+        if rel in self.bad or self.tree_files.deleted(rel):
+            return None
+        src = self._recent.pop(rel, None)  # looked at last: kept from now on
+        if src is None:
             data = self._read(rel)
             if data is None:
                 return None
             if rel in self.released:
                 self.seen_again(rel, digest(data))
-        src = self.files[rel] = SourceFile(rel, data)
+            src = SourceFile(rel, data)
+        self.files[rel] = src
+        if self._most is not None and not (rel.startswith("<") or rel in self.preloaded or self.shadowed(rel)):
+            self._newer[rel] = None
+            if len(self._newer) > self._most:
+                self._let_go(self._newer.popitem(last=False)[0])
         return src
 
-    def release_sources(self, keep=lambda rel: False) -> None:
-        """Let go of the files read whole and their parsed chunks, those on disk but the ones
-        keep(rel) holds: the part of the scan after this one reads again the few it needs (the
-        work model, after the allocation sites: a whole 6.12's peak memory is about 65 MB
-        lower). Their digests stay, so that a file read again with other bytes is told
-        (self.changed): the index keeps no judgement of bytes the scan did not judge whole."""
+    def bound_sources(self, most: int = 0) -> None:
+        """From now on keep at most `most` (MOST_SOURCES when 0) of the files read whole
+        after this call, letting go of the least recently used as release_sources() does: a
+        file let go and asked for again is read again (the same answers from the same bytes)."""
+        self._most = most or MOST_SOURCES
+        self._newer.clear()
+
+    def _let_go(self, rel: str) -> None:
+        """Let go of a file read whole; its digest stays (release_sources())."""
+        src = self.files.pop(rel)
+        d = digest(src.data)
+        self.released.setdefault(rel, d)
+        self.looked[rel] = d
+        self._freed(src)
+
+    def _freed(self, src: SourceFile) -> None:
+        src.let_go()
+        self._gone += 1
+        if self._gone % RECENT_TEXTS == 0:
+            heap.release()
+
+    def release_sources(self) -> None:
+        """Let go of the files read whole and their parsed chunks, those on disk: the part
+        of the scan after this one reads again the few it needs (the work model, after the
+        allocation sites). Their digests stay, so that a file read again with other bytes
+        is told (self.changed): the index keeps no judgement of bytes the scan did not
+        judge whole."""
         for rel in list(self.files):
-            if rel.startswith("<") or rel in self.preloaded or self.shadowed(rel) or keep(rel):
-                continue
-            d = digest(self.files.pop(rel).data)
-            self.released.setdefault(rel, d)
-            self.looked[rel] = d
+            if not (rel.startswith("<") or rel in self.preloaded or self.shadowed(rel)):
+                self._let_go(rel)
+        self._newer = OrderedDict((rel, None) for rel in self._newer if rel in self.files)
         parser.forget()
-        gc.collect()  # (a file's chunks and the file refer to each other)
+        # (no pass of the collector: a file let go drops its chunks, which referred to it;
+        # a whole tree's pass cost 0.4 s, and the peak was no lower for it)
         heap.release()
 
     def seen_again(self, rel: str, d: str) -> None:
@@ -117,16 +155,21 @@ class TreeIndex:
             self.changed.add(rel)
 
     def text(self, rel: str) -> Optional[bytes]:
-        """The bytes of rel, for a look at its text only: those of the file in memory, else
-        read and not kept but for the last RECENT_TEXTS files (its digest is, in self.looked,
-        for the index kept between runs); None when it cannot be used, as source()."""
+        """The bytes of rel, for a look at its text only (look())."""
+        src = self.look(rel)
+        return src.data if src is not None else None
+
+    def look(self, rel: str) -> Optional[SourceFile]:
+        """rel for a look at its text only: the file in memory, else read and not kept but
+        for the last RECENT_TEXTS files looked at (its digest is, in self.looked, for the
+        index kept between runs); None when it cannot be used, as source()."""
         src = self.files.get(rel)
         if src is not None:
-            return src.data
-        data = self._recent.get(rel)
-        if data is not None:
+            return src
+        src = self._recent.get(rel)
+        if src is not None:
             self._recent.move_to_end(rel)
-            return data
+            return src
         if rel in self.bad or self.tree_files.deleted(rel):
             return None
         data = self._read(rel)
@@ -135,10 +178,10 @@ class TreeIndex:
         self.looked[rel] = digest(data)
         if rel in self.released:
             self.seen_again(rel, self.looked[rel])
-        self._recent[rel] = data
+        src = self._recent[rel] = SourceFile(rel, data)
         if len(self._recent) > RECENT_TEXTS:
-            self._recent.popitem(last=False)
-        return data
+            self._freed(self._recent.popitem(last=False)[1])
+        return src
 
     def _read(self, rel: str) -> Optional[bytes]:
         """The bytes of a file of the tree (or in memory), or None (the problem in self.bad)."""
@@ -194,7 +237,7 @@ class TreeIndex:
         deciding whether a line matters does not read its file)."""
         got = self._lines.get((rel, line))
         if got is None:
-            src = self.source(rel)
+            src = self.look(rel)
             got = src.line_bytes(line) if src is not None else b""
         return got
 

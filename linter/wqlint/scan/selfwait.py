@@ -86,6 +86,7 @@ class SelfWaits:
         self._reached: dict = {}  # (function, rel) -> _reach()
         self._spans: dict = {}  # (function, rel) -> its lines (scan.calls)
         self._waits: dict = {}  # (rel, line, call) -> _at()
+        self._texts: dict = {}  # (rel, line, call) -> _calls_at()
         self._facts: dict = {}  # (rel, line, work function) -> _assumed()
 
     def _misses(self) -> tuple:
@@ -122,32 +123,16 @@ class SelfWaits:
 
     # -- by the text: the works that may reach a wait ----------------------------------------
     def _at(self, rel: str, line: int, name: str) -> list:
-        src = self.index.source(rel)
-        if src is None:
-            return []
-        text = src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace")
-        first = len(src.line_text(line))
         what = api.SELF_WAITS[name][0]
         out: list = []
-        for m in _WAIT_RE.finditer(text):
-            if m.start() > first or m.group(1) != name:
-                continue
-            arg = _first_arg(text[m.end():])
-            if arg is None or "struct " in arg:
-                continue  # a declaration, or a call this look does not read
-            word = last_word(arg)
-            if not word:
-                continue
+        for arg, word, local, fn, given in self._calls_at(rel, line, name):
             works = [] if "(" in arg else list(self._works_of(what, arg, word, rel))
-            local = _LOCAL_RE.fullmatch(arg.strip())
-            if local is not None:
+            if local:
                 # A name alone: a global, or a parameter or a local: the function's own work
                 # item when it is a work function, or what the local was given.
-                fn = self._function_at(rel, line)
                 if fn is None:
                     continue
                 works += [(fn[2], brel, bline) for _work, brel, bline in self._bound_to(fn[2], rel) or ()]
-                given = _given_text(src, fn, local.group(1), line)
                 if given is not None and not _LOCAL_RE.fullmatch(given.strip()) and last_word(given):
                     works += self._works_of(what, given, last_word(given), rel)
             for work_fn, brel, bline in dict.fromkeys(works):
@@ -157,6 +142,35 @@ class SelfWaits:
                     if got:
                         break  # the first way that waits for itself is shown
         return out
+
+    def _calls_at(self, rel: str, line: int, name: str) -> list:
+        """[(argument, its last word, a name alone?, _function_at() when it is, what the
+        name was given when it is a local)] of the calls of the wait name on rel's line, read
+        from its text once: a wait that waits for answers is looked at again in each round."""
+        key = (rel, line, name)
+        got = self._texts.get(key)
+        if got is not None:
+            return got
+        got = self._texts[key] = []
+        src = self.index.look(rel)
+        if src is None:
+            return got
+        text = src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace")
+        first = len(src.line_text(line))
+        for m in _WAIT_RE.finditer(text):
+            if m.start() > first or m.group(1) != name:
+                continue
+            arg = _first_arg(text[m.end():])
+            if arg is None or "struct " in arg:
+                continue  # a declaration, or a call this look does not read
+            word = last_word(arg)
+            if not word:
+                continue
+            local = _LOCAL_RE.fullmatch(arg.strip())
+            fn = self._function_at(rel, line) if local is not None else None
+            given = _given_text(src, fn, local.group(1), line) if local is not None and fn is not None else None
+            got.append((arg, word, local is not None, fn, given))
+        return got
 
     def _works_of(self, what: str, arg: str, word: str, rel: str) -> list:
         """[(work function, rel, line of its binding)] of the work items a wait of arg (word:
@@ -264,7 +278,7 @@ class SelfWaits:
     def _function_at(self, rel: str, line: int):
         """(first line, last line, name, static) of the function whose body holds line, by
         the text of the top-level block around it (scan.source)."""
-        src = self.index.source(rel)
+        src = self.index.look(rel)
         if src is None:
             return None
         chunk = src.chunk_at(line)
@@ -291,7 +305,7 @@ class SelfWaits:
             for brel, line in words.get(fn, ()):
                 if brel not in files:
                     continue
-                src = self.index.source(brel)
+                src = self.index.look(brel)
                 if src is None:
                     continue
                 text = src.slice(line, min(line + 2, src.nlines)).decode("utf-8", "replace")

@@ -93,6 +93,12 @@ class SourceFile:
     def __post_init__(self) -> None:
         self._words: dict = {}
 
+    def let_go(self) -> None:
+        """Drop its chunks, when the index lets go of the file: they refer to it, a cycle
+        that only the collector frees, and it is off while the work model runs
+        (scan.engine): a chunk still held elsewhere keeps the file, and nothing more."""
+        self._chunks = {}
+
     @property
     def _starts(self) -> array:
         """Offsets of the lines' first bytes, computed when first needed: most files are read

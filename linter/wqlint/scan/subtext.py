@@ -125,7 +125,7 @@ class SubsystemText:
                 self.lines[(rel, line)] = content
                 text = content
                 if content.count(b"(") > content.count(b")"):
-                    src = self.index.source(rel)
+                    src = self.index.look(rel)
                     if src is not None:
                         text = src.slice(line, min(line + 2, src.nlines))
                 words = got[_dir(rel)]
@@ -165,7 +165,7 @@ class SubsystemText:
         elif on_disk:
             memory += sorted(on_disk)
         for rel in memory:
-            src = index.source(rel)
+            src = index.look(rel)
             if src is None:
                 continue
             offset = 0

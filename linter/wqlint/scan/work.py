@@ -372,7 +372,7 @@ class WorkModel:
             text = self._peek(rel, line)
             if not any(b.encode() in text for b in binders):
                 continue
-            src = self.index.source(rel)
+            src = self.index.look(rel)
             if src is None:
                 continue
             first = src.line_text(line)
