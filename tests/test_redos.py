@@ -53,6 +53,7 @@ RESOLVED = {
     "scan/search.py:definition_regex([token], python=True).encode()": (PYTHON_DEFINITION,),
     "scan/store.py:definition_regex([token], python=True).encode()": (PYTHON_DEFINITION,),
     "scan/assumed.py:wait_then_store(item)": (assumed.wait_then_store("name"),),
+    "scan/assumed.py:wait_then_store(None)": (assumed.wait_then_store(None),),
     "scan/assumed.py:store_of(member)": (assumed.store_of("name"),),
     "scan/kerneltree.py:pattern": (r'UTS_RELEASE\s+"(\d+)\.(\d+)(?:\.(\d+))?', r"^(\d+)\.(\d+)(?:\.(\d+))?"),
 }

@@ -22,6 +22,7 @@ from wqlint import api
 from wqlint.finding import Step
 from wqlint.scan import guards, parser
 from wqlint.scan.scope import Scope, scope_of
+from wqlint.scan.search import covering
 from wqlint.scan.values import evaluate
 
 _QUEUEING = frozenset(set(api.QUEUEING) | set(api.SCHEDULE_WORK_ARG))
@@ -36,7 +37,7 @@ _STORE = (r"(?:->{m}[ \t]*=(?!=)([^;\n]*);"
           r"|\b(?:atomic_set|atomic_long_set|atomic64_set)\([ \t]*&[\w.>-]*->{m}[ \t]*,([^;\n]*)\)[ \t]*;"
           r"|\bWRITE_ONCE\([\w.>-]*->{m}[ \t]*,([^;\n]*)\)[ \t]*;)")
 # A wait for a work item, then the statement right after it storing a member.
-_WAIT_THEN_STORE = (r"\b(?:{waits})\([ \t]*&[\w.>-]*\b{item}[ \t]*\)[ \t]*;\s*"
+_WAIT_THEN_STORE = (r"\b(?:{waits})\([ \t]*&{item}[ \t]*\)[ \t]*;\s*"
                     r"(?:[\w.>-]*->(\w+)[ \t]*=(?!=)[ \t]*{value}[ \t]*;"
                     r"|(?:atomic_set|atomic_long_set|atomic64_set)\([ \t]*&[\w.>-]*->(\w+)[ \t]*,[ \t]*{value}[ \t]*\)"
                     r"|WRITE_ONCE\([\w.>-]*->(\w+)[ \t]*,[ \t]*{value}[ \t]*\))")
@@ -108,18 +109,15 @@ def _stopped(index, model, key, brel: str, fn: str) -> dict:
     work function stores the member first."""
     item = key.name
     files = [brel] + [r for r in model.calls.files_near(brel) if r != brel]
-    texts = [(rel, index.text(rel) or b"") for rel in files]
-    if not any(item.encode() in data and b"_sync" in data for _, data in texts):
-        return {}
-    after = re.compile(wait_then_store(item))
     found: dict = {}  # member -> value
-    for _, data in texts:
-        if item.encode() not in data:
-            continue
-        for m in after.finditer(data):
-            member = (m.group(1) or m.group(3) or m.group(5)).decode()
-            value = (m.group(2) or m.group(4) or m.group(6)).decode()
-            found.setdefault(member, set()).add(value)
+    for rel in files:
+        for waited, member, value in _waits_then_stores(index, model.after_waits, rel):
+            if waited == item:
+                found.setdefault(member, set()).add(value)
+    if not found:
+        return {}
+    texts = [(rel, index.text(rel) or b"") for rel in files]
+    after = re.compile(wait_then_store(item))
     out = {}
     for member, values in found.items():
         if len(values) != 1:
@@ -135,6 +133,20 @@ def _stopped(index, model, key, brel: str, fn: str) -> dict:
             continue
         out["->" + member] = (guards.NOT, _number(value))
     return out
+
+
+def _waits_then_stores(index, memo: dict, rel: str) -> tuple:
+    """((item, member, value)) of each wait for a work item in rel followed by a store of a
+    member (_WAIT_THEN_STORE), read once per file (memo: rel -> them): every work of its
+    subsystem asks."""
+    got = memo.get(rel)
+    if got is None:
+        data = index.text(rel) or b""
+        got = memo[rel] = tuple(
+            (m.group(1).decode(), (m.group(2) or m.group(4) or m.group(6)).decode(),
+             (m.group(3) or m.group(5) or m.group(7)).decode())
+            for m in _ANY_WAIT_THEN_STORE.finditer(data)) if any(w in data for w in _WAIT_WORDS) else ()
+    return got
 
 
 def _given(texts: list, item: str) -> list:
@@ -193,9 +205,17 @@ def store_of(member: str) -> bytes:
     return _STORE.format(m=re.escape(member)).encode()
 
 
-def wait_then_store(item: str) -> bytes:
-    """The pattern of a wait for item, then a store of a member (_WAIT_THEN_STORE)."""
-    return _WAIT_THEN_STORE.format(waits="|".join(_WAITS_FOR_ITEM), item=re.escape(item), value=_VALUE).encode()
+def wait_then_store(item: Optional[str]) -> bytes:
+    """The pattern of a wait for item, then a store of a member (_WAIT_THEN_STORE); with
+    item None, of a wait for any item, its name the first group (before those of the store)."""
+    return _WAIT_THEN_STORE.format(waits="|".join(_WAITS_FOR_ITEM), value=_VALUE,
+                                   item=r"(?:[\w.>-]*[.>-])?(\w+)" if item is None
+                                   else r"[\w.>-]*\b" + re.escape(item)).encode()
+
+
+# A text without one of these has no wait for an item (a quick look first).
+_WAIT_WORDS = tuple(n.encode() for n in covering(list(_WAITS_FOR_ITEM)))
+_ANY_WAIT_THEN_STORE = re.compile(wait_then_store(None))
 
 
 def _number(value: str):

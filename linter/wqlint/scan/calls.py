@@ -60,6 +60,8 @@ class Calls:
         self._defined: dict = {}  # (name, file asking) -> _definition()
         self._candidates: dict = {}  # (name, directory) -> the lines that may start its definition there
         self._dir_defined: dict = {}  # (name, directory) -> _verified() of them
+        self._headers: dict = {}  # (rel, offset) -> _header_at()
+        self._own: dict = {}  # (definition, waits) -> _body_waits()
         self._scopes: dict = {}  # ((rel, line), name) -> Scope of the definition, or None
         self._dir_files: dict = {}  # directory -> the files of its subsystem searched
         self._dist: dict = {}  # a definition -> (calls from it to a flush by its text, calls looked through)
@@ -143,15 +145,23 @@ class Calls:
         """(rel, line, end of the header) of the first of ats, (rel, line, offset) of lines
         that may start name's definition, that does; False when none does."""
         for rel, line, offset in ats:
-            data = self.index.text(rel)
-            if data is None:
-                continue
-            m = _DEF_AT.match(data, offset)
-            if m is not None and m.group(1).decode() == name:
-                found = (rel, line, m.end())
+            head = self._header_at(rel, offset)
+            if head is not None and head[0] == name:
+                found = (rel, line, head[1])
                 self._names[found] = name
                 return found
         return False
+
+    def _header_at(self, rel: str, offset: int) -> Optional[tuple]:
+        """(name, end) of the function header that starts at offset of rel (_DEF_AT); None
+        when none does or rel cannot be read. Read once: every caller's subsystem asks again."""
+        key = (rel, offset)
+        if key in self._headers:
+            return self._headers[key]
+        data = self.index.text(rel)
+        m = _DEF_AT.match(data, offset) if data is not None else None
+        got = self._headers[key] = (m.group(1).decode(), m.end()) if m is not None else None
+        return got
 
     # -- callees of other subsystems ---------------------------------------------------------
     def far_heads(self):
@@ -265,7 +275,7 @@ class Calls:
             # At the last level only a flush of its own counts (a path through its callees
             # is longer than radius): its callees are not worked out, nor its subsystem searched.
             cat, left = cur
-            got = self._callees_of(cat) if k < radius or cat in self._callees else ((), self._body_flushes(cat))
+            got = self._callees_of(cat) if k < radius or cat in self._callees else ((), self._body_waits(cat, False))
             if got is _PENDING:
                 pending.append(cur)
                 continue
@@ -282,8 +292,7 @@ class Calls:
                 if left & TABLE:
                     nxt += [(c, step_out(left, TABLE)) for c in out[1]]
             if waits:
-                body = self._body(cat)
-                got = (got[0], body is not None and _waits_in(body))
+                got = (got[0], self._body_waits(cat, True))
             graph[cur] = (nxt, got[1])
             if k < radius and len(order) < MAX_TEXT_FUNCTIONS:
                 for c in nxt:
@@ -371,19 +380,19 @@ class Calls:
         got = self._callees.get(at)
         if got is not None:
             return got
-        body = self._body(at)
-        if body is None:
-            return (), False
         rel = at[0]
         heads = self._near_defs(rel)
         if heads is None:
             return _PENDING
-        # Every name called that the subsystem defines, and the members called through
-        # (their names count as called too: this only decides what is parsed).
-        called, through, members = self._calls_of(at, body)
         far = self.far_heads()
         if far is None:
             return _PENDING
+        body = self._body(at)
+        if body is None:
+            return (), False
+        # Every name called that the subsystem defines, and the members called through
+        # (their names count as called too: this only decides what is parsed).
+        called, through, members = self._calls_of(at, body)
         # and those another subsystem defines in a file that flushes (_far_definition()).
         names = {n.decode() for n in called if n in far or any(n in h for h in heads)} - self.not_followed
         types: dict = {}  # member -> the types of the tables it is called through (each a set)
@@ -526,9 +535,15 @@ class Calls:
         end = data.find(b"\n}", start)
         return data[start:end if end >= 0 else len(data)]
 
-    def _body_flushes(self, at: tuple) -> bool:
-        body = self._body(at)
-        return body is not None and _flushes_in(body)
+    def _body_waits(self, at: tuple, waits: bool) -> bool:
+        """Does the body of the function whose definition is at make a flush (a wait of
+        api.SELF_WAITS when waits)? Read once: distance() asks again each round."""
+        key = (at, waits)
+        got = self._own.get(key)
+        if got is None:
+            body = self._body(at)
+            got = self._own[key] = body is not None and (_waits_in(body) if waits else _flushes_in(body))
+        return got
 
     def _near_defs(self, rel: str) -> Optional[list]:
         """The headers of the files of rel's directory and of its parent (when that is more

@@ -173,6 +173,7 @@ class Engine:
                 gc.enable()
             gc.unfreeze()
         if flows:
+            model.paths_done()
             self.index.release_sources()  # (the cancels of the flows' works read few files)
         return Cancels(model).with_cancels(flows) if flows else flows, waits
 

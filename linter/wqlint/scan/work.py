@@ -63,7 +63,18 @@ class WorkModel:
         self._chunk_calls: dict = {}  # (rel, first line of a chunk) -> {name: its calls of name}
         self._answers: dict = {}  # (question, Key, directory) -> answer
         self._rebinds: dict = {}  # (path, line of a queueing call, item, function) -> _rebound()
+        self.after_waits: dict = {}  # rel -> scan.assumed's waits then stores in it
         self._reached: dict = {}  # (id(site), Key, queued, bound, function, near) -> _reach(), once known
+
+    def paths_done(self) -> None:
+        """Let go of what following the works' paths took (the subsystems' text, the
+        callees of each body, the flushes and waits each function reaches, the calls of each
+        chunk): the cancels of the flows need none of it, and it holds parse trees of files
+        the index let go of."""
+        self.text = SubsystemText(self.index, _API_NAMES)
+        self.calls = Calls(self.index, self.text, _NOT_FOLLOWED, self.engine.description)
+        self._fn_memo, self._reached, self._lines_memo, self._chunk_calls = {}, {}, {}, {}
+        self.after_waits = {}
 
     # -- asking ------------------------------------------------------------------------------
     def flows(self, wanted) -> list:
