@@ -224,6 +224,29 @@ def test_the_subsystem_headers_read_the_same_from_any_shape_of_search_output():
         assert refused["d"].headers("a_probe") == []
 
 
+def test_subsystem_headers_packed_answer_as_they_did_before():
+    """A directory's headers are packed once searched (Heads.freeze()): every name, its
+    initialisers, a name that begins another's and names never seen answer as before."""
+    from wqlint.scan.subtext import Heads
+    heads = Heads()
+    for i in range(3000):
+        heads.add(f"d/f{i % 7}.c", b"fn_%d" % i, b"", b"%d" % (i + 1), b"%d" % (i * 40), static=i % 3 == 0)
+    heads.add("d/a.c", b"fn_1", b"", b"9", b"90")
+    heads.add("d/a.c", b"fn_1_more", b"", b"20", b"200")
+    heads.add("d/a.c", b"probe", b"fn_2", b"30", b"300")
+    heads.add("d/b.c", b"probe", b"fn_1", b"4", b"40")
+    names = [f"fn_{i}" for i in range(3100)] + ["fn_1_more", "fn_", "fn_1_mor", "probe", ""]
+    asked = lambda h: ([h.headers(n) for n in names], [h.initialisers(n) for n in names],
+                       [n.encode() in h for n in names], [("." + n).encode() in h for n in names])
+    before = asked(heads)
+    assert heads.freeze() is heads and heads.freeze() is heads
+    assert asked(heads) == before
+    assert heads.headers("fn_1") == [("d/a.c", 9, 90, False), ("d/f1.c", 2, 40, False)]
+    assert heads.initialisers("probe") == [("fn_2", "d/a.c", 30), ("fn_1", "d/b.c", 4)]
+    assert b"fn_3099" not in heads and b"fn_2999" in heads and b"probe" not in heads
+    assert Heads().freeze().headers("x") == [] and b"x" not in Heads().freeze()
+
+
 def test_a_scan_of_the_driver_alone_shows_its_work_reaching_the_other_subsystems_flush():
     """The maintainer of drivers/xpa scans it alone: the flush in net/xport is reported for the
     driver's work, with the advice for a queue of another subsystem (no edit of it)."""
