@@ -160,6 +160,25 @@ def test_a_bound_lets_go_of_the_least_recently_used_of_the_files_read_after_it(t
     assert "a.c" in idx.files
 
 
+def test_a_file_looked_at_again_keeps_the_digest_of_its_first_reading(tmp_path, monkeypatch):
+    """A file looked at, let go of and looked at again with other bytes keeps the digest of
+    what was first read of it (the next run judges it again, whatever it read second); one
+    the scan let go of whole and reads again with other bytes is told as changed."""
+    from wqlint.scan.source import digest
+    monkeypatch.setattr(index, "RECENT_TEXTS", 1)
+    for name in "ab":
+        (tmp_path / f"{name}.c").write_text(f"int {name};\n")
+    idx = TreeIndex(tmp_path)
+    assert idx.text("a.c") == b"int a;\n" and idx.text("b.c") == b"int b;\n"  # (a goes)
+    (tmp_path / "a.c").write_text("int a2;\n")
+    assert idx.text("a.c") == b"int a2;\n"
+    assert idx.looked["a.c"] == digest(b"int a;\n") and not idx.changed
+    assert idx.source("b.c") is not None
+    idx.release_sources()
+    (tmp_path / "b.c").write_text("int b2;\n")
+    assert idx.text("b.c") == b"int b2;\n" and idx.changed == {"b.c"}
+
+
 def test_the_work_rules_say_the_same_with_one_file_held_at_a_time(monkeypatch):
     """The work model's findings (flows through tables of functions, cancels, guards, works
     that wait for themselves) do not depend on how many files the index holds: with one held

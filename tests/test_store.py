@@ -909,8 +909,8 @@ def test_a_file_changed_between_the_sites_and_the_work_model_is_not_kept_as_judg
     write(tree, "drivers/demo/demo.c", RECLAIM_C)
     release = TreeIndex.release_sources
 
-    def release_then_edit(self, keep=None):
-        release(self)  # every file, the queue's own too (its directory is kept otherwise)
+    def release_then_edit(self):
+        release(self)  # every file, the queue's own too
         write(tree, "drivers/demo/demo.c", RECLAIM_C.replace("4096", "16"))
     monkeypatch.setattr(TreeIndex, "release_sources", release_then_edit)
     first = lint.scan([str(tree)], cat, CACHED)

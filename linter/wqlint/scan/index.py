@@ -103,11 +103,12 @@ class TreeIndex:
             data = self._read(rel)
             if data is None:
                 return None
-            if rel in self.released:
-                self.seen_again(rel, digest(data))
             src = SourceFile(rel, data)
+            if rel in self.released:
+                src.known = digest(data)
+                self.seen_again(rel, src.known)
         self.files[rel] = src
-        if self._most is not None and not (rel.startswith("<") or rel in self.preloaded or self.shadowed(rel)):
+        if self._most is not None and self._on_disk(rel):
             self._newer[rel] = None
             if len(self._newer) > self._most:
                 self._let_go(self._newer.popitem(last=False)[0])
@@ -123,7 +124,7 @@ class TreeIndex:
     def _let_go(self, rel: str) -> None:
         """Let go of a file read whole; its digest stays (release_sources())."""
         src = self.files.pop(rel)
-        d = digest(src.data)
+        d = src.known or digest(src.data)
         self.released.setdefault(rel, d)
         self.looked[rel] = d
         self._freed(src)
@@ -141,9 +142,9 @@ class TreeIndex:
         is told (self.changed): the index keeps no judgement of bytes the scan did not
         judge whole."""
         for rel in list(self.files):
-            if not (rel.startswith("<") or rel in self.preloaded or self.shadowed(rel)):
+            if self._on_disk(rel):
                 self._let_go(rel)
-        self._newer = OrderedDict((rel, None) for rel in self._newer if rel in self.files)
+        self._newer.clear()  # (every file it bounds was let go)
         parser.forget()
         # (no pass of the collector: a file let go drops its chunks, which referred to it;
         # a whole tree's pass cost 0.4 s, and the peak was no lower for it)
@@ -175,10 +176,13 @@ class TreeIndex:
         data = self._read(rel)
         if data is None:
             return None
-        self.looked[rel] = digest(data)
-        if rel in self.released:
-            self.seen_again(rel, self.looked[rel])
         src = self._recent[rel] = SourceFile(rel, data)
+        if rel in self.released or rel not in self.looked:
+            # (a file looked at before keeps the digest of its first reading: bytes changed
+            # since make the next run judge it again; one let go is told as changed now)
+            src.known = self.looked[rel] = digest(data)
+            if rel in self.released:
+                self.seen_again(rel, src.known)
         if len(self._recent) > RECENT_TEXTS:
             self._freed(self._recent.popitem(last=False)[1])
         return src
@@ -302,6 +306,11 @@ class TreeIndex:
             self._def_cover.setdefault(token, set()).update(scopes)
         else:
             self.fetched[key] = sorted(occ)
+
+    def _on_disk(self, rel: str) -> bool:
+        """Is rel a file the index may let go of and read again from the tree (not one of
+        the API's own, held in memory or replaced by an overlay)?"""
+        return not (rel.startswith("<") or rel in self.preloaded or self.shadowed(rel))
 
     def shadowed(self, rel: str) -> bool:
         """Do the lines of rel on disk not count (the file is held in memory, replaced or

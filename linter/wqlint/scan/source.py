@@ -92,6 +92,7 @@ class SourceFile:
 
     def __post_init__(self) -> None:
         self._words: dict = {}
+        self.known = ""  # digest() of data, once the index worked it out
 
     def let_go(self) -> None:
         """Drop its chunks, when the index lets go of the file: they refer to it, a cycle
