@@ -349,8 +349,8 @@ class Heads:
     such lines, few of them ever asked about): each name's lines as one string of numbers,
     made into tuples when asked for. Once filled, freeze() packs them into one string, in the
     order of the names' hashes, looked up by bisection behind a filter of those hashes: a
-    whole tree's searches asked 600,000 names of 1,300 directories, 93 MiB as a dict of
-    strings and a third of that packed."""
+    whole tree's searches (linux-source-7.3) held 600,000 names of 1,300 directories, 93 MiB
+    as a dict of strings and 48 MiB packed."""
 
     __slots__ = ("files", "_file", "_named", "_hashes", "_ends", "_blob", "_seen")
 
