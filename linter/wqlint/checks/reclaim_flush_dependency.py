@@ -118,14 +118,14 @@ def _judge(flow: Flow, ctx: CheckContext) -> Optional[Judged]:
             return None
     if not tsites and target.system not in api.SYSTEM_QUEUES:
         return None
-    qname = kernel_name(flow.site)[0]
-    tnames = names(tsites, (target.system,))[0]
-    about = shown(tsites, (target.system,))
+    qname = kernel_name(flow.site, ctx)[0]
+    tnames = names(tsites, (target.system,), ctx)[0]
+    about = shown(tsites, (target.system,), ctx)
     what = _flushed(flow)
-    chain = [_alloc_step(flow.site, "with WQ_MEM_RECLAIM, without __WQ_LEGACY"), flow.queued, flow.bound,
+    chain = [_alloc_step(flow.site, "with WQ_MEM_RECLAIM, without __WQ_LEGACY", ctx), flow.queued, flow.bound,
              *flow.calls, flow.flush, *target.queued[:MAX_TARGETS]]
     holders = dict(zip(map(id, tsites), target.holders))
-    chain += [_alloc_step(s, "without WQ_MEM_RECLAIM" + _kept(holders.get(id(s)))) for s in tsites[:MAX_TARGETS]]
+    chain += [_alloc_step(s, "without WQ_MEM_RECLAIM" + _kept(holders.get(id(s))), ctx) for s in tsites[:MAX_TARGETS]]
     own = bool(tsites) and all(_module_own(s, flow) for s in tsites)
     hints = _fix_hints(flow, ctx, tsites, holders, own)
     no_fix = hints.no_fix.reason if hints.no_fix is not None else ""
@@ -204,8 +204,8 @@ def _kept(holder) -> str:
     return f", kept in {holder.show()}: one queue per {struct}"
 
 
-def _alloc_step(site, note: str) -> Step:
-    name, origin = kernel_name(site)
+def _alloc_step(site, note: str, ctx: CheckContext) -> Step:
+    name, origin = kernel_name(site, ctx)
     first = site.prefix[0] if site.prefix else None
     text = first.text if first is not None else ""
     flags = site.arg_texts[site.flags_arg] if 0 <= site.flags_arg < len(site.arg_texts) else ""

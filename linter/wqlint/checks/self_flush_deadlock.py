@@ -38,7 +38,7 @@ _LOCKDEP_WORK = ("with lockdep, the flush takes the work's lockdep map, which pr
 def check(wait: SelfWait, ctx: CheckContext) -> list:
     if not isinstance(wait, SelfWait) or not applies(wait, ctx, RULE):
         return []
-    queues = shown(wait.sites, wait.queues) or "its queue"
+    queues = shown(wait.sites, wait.queues, ctx) or "its queue"
     via = f" through {len(wait.calls)} call{'s' if len(wait.calls) > 1 else ''}" if wait.calls else ""
     if wait.what == "queue":
         how = _HOW[wait.call].format(q=queues)
