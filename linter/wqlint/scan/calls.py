@@ -216,9 +216,9 @@ class Calls:
             if data[offset:offset + len(name)] == name.encode() and line > 1 \
                     and re.search(rb"\bstatic\b", data[data.rfind(b"\n", 0, offset - 1) + 1:offset - 1]):
                 continue  # `static void\nname(...)`
-            m = _DEF_AT.match(data, offset)
-            if m is not None and m.group(1).decode() == name:
-                chosen.append((rel, line, m.end()))
+            head = self._header_at(rel, offset)
+            if head is not None and head[0] == name:
+                chosen.append((rel, line, head[1]))
         found = chosen[0] if chosen and len({c[0] for c in chosen}) == 1 else False
         if found:
             self._names[found] = name
