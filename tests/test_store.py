@@ -919,3 +919,60 @@ def test_a_file_changed_between_the_sites_and_the_work_model_is_not_kept_as_judg
     monkeypatch.setattr(TreeIndex, "release_sources", release)
     again, fresh = both(tree, cat)
     assert [f for f in again.findings if f.path == "drivers/demo/demo.c"] == []
+
+
+def test_a_file_rewritten_with_the_same_bytes_keeps_the_functions_of_its_lines(tree, cat, monkeypatch):
+    """The function around a line (Store.enclosing_name(), kept for a review's sites
+    outside the series) is found again only when the file's bytes changed: a file written
+    again as it was (a stamp that moved, or one too recent to trust) keeps its answers."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
+    time.sleep(0.4)
+    lint.scan([str(tree)], cat, CACHED)
+    line = SUPER_C.splitlines()[5].encode()
+    first = store.Store(tree).open()
+    assert first.enclosing_name("fs/foo/super.c", line, lambda rel, text: "foo_start") == "foo_start"
+    assert first.save()
+
+    def never(rel, text):
+        raise AssertionError(f"{rel} parsed again")
+    write(tree, "fs/foo/super.c", SUPER_C)  # the same bytes, another stamp
+    time.sleep(0.4)
+    again = store.Store(tree).open()
+    assert again.changed == {"fs/foo/super.c"} and not again.dirty
+    assert again.enclosing_name("fs/foo/super.c", line, never) == "foo_start"
+    assert again.save()
+    write(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "info->nthreads + 1"))
+    edited = store.Store(tree).open()
+    assert edited.dirty
+    assert edited.enclosing_name("fs/foo/super.c", line, lambda rel, text: "found again") == "found again"
+
+
+def test_a_kept_scan_is_written_back_as_it_was_read(tree, cat, monkeypatch):
+    """Saving the index after a stamp moved writes each kept scan's lines as they were read,
+    without encoding them again (on a kernel tree the list of files a scan read is some
+    15,000 digests)."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
+    time.sleep(0.4)
+    lint.scan([str(tree)], cat, CACHED)
+    before = store.Store(tree).path.read_bytes().split(b"\n")[2:]
+    assert len(before) == 2  # the scan's Kept, its Analysis
+    plain = store._codec
+
+    class NoKept:
+        def __init__(self, kind):
+            self.got = plain(kind)
+            self.kind = kind
+
+        def encode(self, obj):
+            assert self.kind is not store.Kept, "a kept scan encoded again"
+            return self.got.encode(obj)
+
+        def decode(self, doc):
+            return self.got.decode(doc)
+    monkeypatch.setattr(store, "_codec", NoKept)
+    write(tree, "fs/foo/init.c", INIT_C)  # the same bytes, another stamp
+    time.sleep(0.4)
+    again = store.Store(tree).open()
+    assert again.changed == {"fs/foo/init.c"} and again.unsaved
+    assert again.save()
+    assert store.Store(tree).path.read_bytes().split(b"\n")[2:] == before

@@ -278,6 +278,7 @@ class Store:
         self.scans: dict = {}  # key -> Analysis, or its line of the file, not read yet
         self.kept: dict = {}  # key -> Kept
         self._read_from: dict = {}  # key -> (a scan read from the file, its line there)
+        self._meta_from: dict = {}  # key -> (its Kept as read from the file, its used then, its line there)
         self.age: dict = {}  # token -> when last used
         self.gen = 0  # how many times the index was written
         self.touched: set = set()  # tokens used in this run
@@ -408,6 +409,7 @@ class Store:
                     k = _codec(Kept).decode(safeio.parse_json(lines[n]))
                     scans[k.key] = lines[n + 1]
                     kept[k.key] = k
+                    self._meta_from[k.key] = (k, k.used, lines[n])  # written back as it was read
         except (codec.Invalid, codec.Unstorable, safeio.InputRefused, ValueError, RecursionError):
             return None
         return doc["answers"], stamps, scans, kept, doc["gen"], age
@@ -477,6 +479,7 @@ class Store:
         new_found: dict = {}
         new_lines: dict = {}
         real_dirs: dict = {}
+        same: set = set()  # changed files whose bytes are those every kept scan read (only a stamp moved)
         for rel in sorted(changed):
             data = None
             if rel in now:
@@ -484,8 +487,11 @@ class Store:
                     data = safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root, real_dirs)
                 except safeio.InputRefused:
                     return False
-            if rel in read_by_scans and (data is None or {digest(data)} != read_by_scans[rel]):
-                self.dirty = True
+            if rel in read_by_scans:
+                if data is None or {digest(data)} != read_by_scans[rel]:
+                    self.dirty = True
+                else:
+                    same.add(rel)
             problem = None
             if data is not None:
                 hit = self._search(rel, data, uses, defs, regexes, new_found, new_lines)
@@ -509,7 +515,9 @@ class Store:
             self.dirty = True  # a line found where it was may say something else now
         kept_lines.update(new_lines)
         self._lines = kept_lines
-        self._enclosing = {k: v for k, v in self._enclosing.items() if k[0] not in changed}
+        # A line's function, found in a run whose kept scans read these very bytes, is still
+        # it (a file rewritten as it was, or a stamp too recent to trust, is not parsed again).
+        self._enclosing = {k: v for k, v in self._enclosing.items() if k[0] not in changed or k[0] in same}
         if self.dirty or len(self._enclosing) != enclosing:
             self._answers_json = None
         return True
@@ -691,7 +699,11 @@ class Store:
         order = sorted(self.scans, key=lambda k: -self.kept[k].used)
         for key in order[:MAX_SCANS]:
             k, got = self.kept[key], self.scans[key]
-            meta = json.dumps(_codec(Kept).encode(k), separators=(",", ":")).encode()
+            was_meta = self._meta_from.get(key)
+            if was_meta is not None and was_meta[0] is k and was_meta[1] == k.used:
+                meta = was_meta[2]
+            else:
+                meta = json.dumps(_codec(Kept).encode(k), separators=(",", ":")).encode()
             was = self._read_from.get(key)
             if was is not None and was[0] is got:
                 got = was[1]
