@@ -59,7 +59,7 @@ class Description:
 
     def __init__(self, index):
         self.index = index
-        self._inits: Optional[dict] = None  # member -> {type: b'fn num line;...'} (type b'' unknown)
+        self._inits: Optional[dict] = None  # member -> {type: bytearray 'fn num line;...'} (type b'' unknown)
         self._members: dict = {}  # member -> {struct type it points to: {struct declaring it}}
         self._files: list = []  # rel by number
         self._numbers: dict = {}  # rel -> its number, as bytes with a blank after it
@@ -287,8 +287,10 @@ class Description:
                     if by_type is None:
                         by_type = inits[member] = {}
                     old = by_type.get(var)
-                    rec = fn + num + line
-                    by_type[var] = rec if old is None else old + b";" + rec
+                    if old is None:
+                        by_type[var] = bytearray(fn + num + line)
+                    else:  # (in place: a type's member can have thousands, clk_branch.ops 13,000)
+                        old += b";" + fn + num + line
             elif ptype:
                 if defined:
                     members.setdefault(pname, {}).setdefault(ptype, set()).add(defined)

@@ -336,7 +336,10 @@ def _add_file(named: dict, num: bytes, records) -> None:
         else:
             continue
         old = named.get(key)
-        named[key] = rec if old is None else old + b";" + rec
+        if old is None:
+            named[key] = bytearray(rec)
+        else:  # (in place: a directory's `.owner = THIS_MODULE` can be thousands)
+            old += b";" + rec
 
 
 # What _heads() reads of the output at a time.
@@ -376,7 +379,10 @@ class Heads:
         else:
             rec = num + line + b" " + offset + (b" s" if static else b" -")
         old = self._named.get(name)
-        self._named[name] = rec if old is None else old + b";" + rec
+        if old is None:
+            self._named[name] = bytearray(rec)
+        else:
+            old += b";" + rec
 
     def freeze(self) -> "Heads":
         """Pack the names and their lines (see the class); nothing is added afterwards."""
