@@ -13,7 +13,7 @@ import pytest
 from bounded import bounded, error_lines
 from test_robust import DRIVER, tiny_tree
 from wqlint import safeio
-from wqlint.scan import store
+from wqlint.scan import treewalk
 
 DEPTH = 1200  # Python's recursion limit is 1000
 
@@ -79,7 +79,7 @@ def test_the_walks_keep_os_walks_order(tmp_path):
     (tmp_path / "link").symlink_to("a")
     assert list(safeio.walk(tmp_path)) == list(os.walk(tmp_path))
     hidden: list = []
-    files, whole = store.walk(tmp_path, hidden)
+    files, whole = treewalk.walk(tmp_path, hidden)
     assert whole and sorted(files) == ["a/c/z.c", "a/y.h", "b/x.c", "top.c"] and sorted(hidden) == [".hidden", "a/.h2"]
 
 
@@ -87,7 +87,7 @@ def test_a_walk_has_no_depth_limit(deep, tmp_path):
     bottom = deep(tmp_path)
     assert sum(len(files) for _, _, files in safeio.walk(tmp_path)) == 1
     rel = bottom.relative_to(tmp_path).as_posix() + "/deep.c"
-    assert list(store.walk(tmp_path, stamps=False)[0]) == [rel]
+    assert list(treewalk.walk(tmp_path, stamps=False)[0]) == [rel]
 
 
 def test_bulk_verify_copies_and_removes_a_deep_tree(deep, tmp_path):

@@ -271,7 +271,7 @@ def review(patches: list, catalogue, tree: Optional[str] = None, jobs: int = 1,
         store = None
         if cache and kernel_tree is None:  # one index for both sides, written once at the end
             from wqlint.scan.store import Store
-            store = Store(root).open()
+            store = Store(root).open(jobs)
         # The two sides run at once: they share the cores.
         options = replace(options, jobs=max(1, jobs // 2), store=store if store is not None else False,
                           save_store=False)

@@ -483,27 +483,53 @@ def forked(task, shares: list, meanwhile=None) -> list | None:
     group: a signal that ends wqlint ends them, and the programs they started (each child
     ends its own, as wqlint does). None when a child fails (the caller works it out
     itself): an answer is never half of one."""
-    started: list = []  # (pid, read end of its pipe)
+    started: list = []
     try:
         for share in shares:
-            rfd, wfd = os.pipe()
-            with _registry():  # forked and registered at once: a signal's ending sees it
-                pid = os.fork()
-                if pid == 0:  # pragma: no cover (the child: its coverage is not gathered)
-                    os.close(rfd)
-                    _child(task, share, wfd)
-                with contextlib.suppress(OSError):
-                    os.setpgid(pid, pid)  # (the child makes itself one too: whichever comes first)
-                _running.add(pid)
-            os.close(wfd)
-            started.append((pid, rfd))
+            started.append(fork(task, share))
         if meanwhile is not None:
             meanwhile()
-        got = [_answer(pid, rfd) for pid, rfd in started]
+        got = [child.answer() for child in started]
         return None if any(g is None for g in got) else got
     finally:
-        for pid, rfd in started:
-            _reap(pid, rfd)
+        for child in started:
+            child.reap()
+
+
+class Child:
+    """A child process forked by fork(), its answer taken once (answer()), then reaped."""
+
+    def __init__(self, pid: int, rfd: int) -> None:
+        self.pid, self.rfd = pid, rfd
+
+    def answer(self) -> bytes | None:
+        """What the child wrote, once it ended well; None when it did not."""
+        return _answer(self.pid, self.rfd)
+
+    def reap(self) -> None:
+        """Its pipe closed, and the child ended if it has not."""
+        _reap(self.pid, self.rfd)
+
+
+def fork(task, share) -> Child:
+    """task(share), bytes, worked out in a child process forked from this one now (see
+    forked()); its answer is taken later, from the Child. OSError when it cannot be forked."""
+    rfd, wfd = os.pipe()
+    try:
+        with _registry():  # forked and registered at once: a signal's ending sees it
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (the child: its coverage is not gathered)
+                os.close(rfd)
+                _child(task, share, wfd)
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)  # (the child makes itself one too: whichever comes first)
+            _running.add(pid)
+    except BaseException:
+        os.close(rfd)
+        raise
+    finally:
+        os.close(wfd)
+    return Child(pid, rfd)
 
 
 def _child(task, share, wfd: int) -> None:  # pragma: no cover

@@ -30,7 +30,8 @@ from typing import Optional
 from wqlint import safeio
 from wqlint.scan import codec
 from wqlint.scan.search import MAX_SEARCH_OUTPUT
-from wqlint.scan.store import private_dir, stamps_from, stamps_to
+from wqlint.scan.store import private_dir
+from wqlint.scan.treewalk import stamps_from, stamps_to
 
 MAGIC = b"wqlint-description"
 FORMAT = 2

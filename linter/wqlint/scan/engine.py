@@ -74,7 +74,7 @@ class Engine:
         if isinstance(options.store, bool):
             if options.store and chosen.kernel is None:
                 from wqlint.scan.store import Store
-                store = Store(self.root).open()
+                store = Store(self.root).open(options.jobs)
         elif chosen.kernel is None:
             store = options.store
         self.store = store

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import base64
 import hashlib
 import json
 import os
@@ -72,10 +71,11 @@ from typing import Optional
 from wqlint import __version__, safeio
 from wqlint.code_id import code_id
 from wqlint.finding import InputError, Step
-from wqlint.scan import codec
+from wqlint.scan import codec, treewalk
 from wqlint.scan.site import FlagBits, Flow, QueueUse, SelfWait, Site
 from wqlint.scan.search import IDENT_RE, definition_regex
 from wqlint.scan.source import MAX_FILE_BYTES, digest
+from wqlint.scan.treewalk import stamps_from, stamps_to
 
 FORMAT = 7
 MAGIC = b"wqlint-index"
@@ -190,56 +190,6 @@ def private_dir(path: Path, own: int = 2) -> bool:
     return True
 
 
-def walk(root: Path, hidden: Optional[list] = None, stamps: bool = True) -> tuple:
-    """(rel -> (inode, size, mtime_ns, ctime_ns) of every regular .c/.h file as the tree
-    search sees them, whether every directory could be listed and every file's stamp
-    taken); hidden, when given, gets the rel paths of the hidden directories it skipped
-    (.git aside), as the engine names them in its note (a symbolic link to a directory
-    counts, as for os.walk). stamps False: the files without their stamps (None)."""
-    out: dict = {}
-    whole = True
-
-    def listing(path: str) -> list:
-        nonlocal whole
-        try:
-            with os.scandir(path) as it:
-                return list(it)
-        except OSError:
-            whole = False
-            return []
-
-    # A directory's entries in order, a subdirectory's before the rest of its parent's: a
-    # stack of the directories being listed, not of calls (a tree may be thousands deep).
-    stack = [(iter(listing(str(root))), "")]
-    while stack:
-        entry = next(stack[-1][0], None)
-        if entry is None:
-            stack.pop()
-            continue
-        rel = stack[-1][1]
-        name = entry.name
-        if name.startswith("."):
-            if hidden is not None and name != ".git":
-                try:
-                    if entry.is_dir():
-                        hidden.append(rel + name)
-                except OSError:
-                    pass
-            continue
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((iter(listing(entry.path)), rel + name + "/"))
-            elif name.endswith((".c", ".h")) and entry.is_file(follow_symlinks=False):
-                if not stamps:
-                    out[rel + name] = None
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                out[rel + name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        except OSError:
-            whole = False
-    return out, whole
-
-
 def in_scope(rel: str, scopes) -> bool:
     """Is rel inside one of the definition search scopes (see TreeIndex.definition_scope)?"""
     for s in scopes:
@@ -294,7 +244,7 @@ class Store:
         self.beside: list = []  # files written beside the index in this run (scan.described)
 
     # -- reading and validating ------------------------------------------------------------
-    def open(self) -> "Store":
+    def open(self, jobs: int = 1) -> "Store":
         """Load the index of the tree (if any), walk the tree, bring the index up to date;
         when it cannot be (a tree the walk cannot read whole, a changed file that cannot be
         read), start from nothing, as if there were no index.
@@ -302,10 +252,12 @@ class Store:
         The walk runs in a thread, beside the reading of the index; without an index to
         validate, it only records the stamps to save, beside the first search of the tree (a
         file changed after the walk began gets a stamp within RACY_NS of it, and is looked at
-        again next time)."""
+        again next time). jobs: with two or more, the walk is shared with a forked process
+        (scan.treewalk.split())."""
         self.walk_started = time.time_ns()
+        shared = treewalk.split(self.root, jobs)  # (forked here: before this process has a thread of its own)
         # The walk's system calls run while the index is read and decoded.
-        self._walker = threading.Thread(target=self._walk, name="wqlint-store-walk", daemon=True)
+        self._walker = threading.Thread(target=self._walk, args=(shared,), name="wqlint-store-walk", daemon=True)
         self._walker.start()
         data = self._read()
         if data is None:
@@ -331,12 +283,13 @@ class Store:
         self.stamps, self.unsaved = stamps, True
         return self
 
-    def _walk(self) -> dict:
-        hidden: list = []
-        now, self.whole = walk(self.root, hidden)
-        self._now = now
-        self.hidden = hidden
-        return now
+    def _walk(self, shared=None) -> None:
+        if shared is not None:
+            self._now, self.whole, self.hidden = shared()
+        else:
+            hidden: list = []
+            self._now, self.whole = treewalk.walk(self.root, hidden)
+            self.hidden = hidden
 
     def wait(self) -> None:
         """The walk done (see open). (Both sides of a review may wait at once: the stamps
@@ -742,31 +695,3 @@ class Store:
 
 def _token(key) -> str:
     return key if isinstance(key, str) else key[1]
-
-
-_STAMP = struct.Struct("<QQqq")  # inode, size, mtime_ns, ctime_ns
-
-
-def stamps_to(stamps: dict) -> tuple:
-    """The stamps as the names of the files with one (NUL-separated), their stamps packed
-    (_STAMP, base64), and the names of the files without."""
-    known = [(rel, st) for rel, st in stamps.items() if st is not None]
-    packed = b"".join(_STAMP.pack(*st) for _, st in known)
-    return ("\0".join(rel for rel, _ in known), base64.b64encode(packed).decode(),
-            "\0".join(rel for rel, st in stamps.items() if st is None))
-
-
-def stamps_from(files, packed, unknown) -> dict:
-    if type(files) is not str or type(packed) is not str or type(unknown) is not str \
-            or not codec.text_ok(files) or not codec.text_ok(unknown):
-        raise codec.Invalid("stamps")
-    try:
-        raw = base64.b64decode(packed, validate=True)
-    except ValueError:
-        raise codec.Invalid("stamps") from None
-    names = files.split("\0") if files else []
-    if len(raw) != _STAMP.size * len(names):
-        raise codec.Invalid("stamps")
-    out: dict = dict(zip(names, _STAMP.iter_unpack(raw)))
-    out.update(dict.fromkeys(unknown.split("\0") if unknown else []))
-    return out

@@ -206,8 +206,8 @@ class Targets:
         """(the hidden directories under the targets, how many .c/.h files the search of the
         targets covers). The search skips hidden directories (.tmp_versions, a vendor's
         .foo/) and symbolic links; .git holds no source and is not named. store: the tree's
-        index, whose walk has seen them all (scan.store.walk)."""
-        from wqlint.scan.store import walk
+        index, whose walk has seen them all (scan.treewalk.walk)."""
+        from wqlint.scan.treewalk import walk
 
         files = {t for t in self.rels if t.endswith((".c", ".h")) and not (self.root / t).is_dir()}
         dirs = sorted({t for t in self.rels if t not in files and (t == "" or (self.root / t).is_dir())})
