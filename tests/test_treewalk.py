@@ -89,3 +89,18 @@ def test_the_index_takes_the_same_stamps_from_a_shared_walk(tree, monkeypatch, t
     assert two.stamps == one.stamps and None not in two.stamps.values() and len(two.stamps) == 13
     assert two.whole and two.changed == one.changed == set()
     assert sorted(two.hidden_dirs()) == sorted(one.hidden_dirs())
+
+
+def test_a_walk_that_fails_here_is_made_again_whole(tree, monkeypatch):
+    parent = os.getpid()
+    take = treewalk._take
+
+    def failing(*args):
+        if os.getpid() == parent:
+            raise OSError("this process's walk fails")
+        return take(*args)
+    monkeypatch.setattr(treewalk, "_take", failing)
+    ended = treewalk.split(tree, 2)
+    assert ended is not None
+    files, whole, hidden = ended()
+    assert (files, whole, sorted(hidden)) == walked(tree)

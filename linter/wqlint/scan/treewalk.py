@@ -74,16 +74,19 @@ def split(root: Path, jobs: int) -> Optional[Callable[[], tuple]]:
         return None
 
     def ended() -> tuple:
+        mine: Optional[bool] = None
         try:
             mine = _take(rfd, units, out, hidden)
+        except OSError:
+            pass
         finally:
             os.close(rfd)
         try:
-            got = child.answer()
+            got = child.answer() if mine is not None else None
         finally:
             child.reap()
         answer = _unpacked(got) if got is not None else None
-        if answer is None:  # (which directories it took is not known: the walk again, here)
+        if answer is None or mine is None:  # (which directories each took is not known: the walk again, here)
             again: list = []
             files, complete = walk(root, again)
             return files, complete, again
