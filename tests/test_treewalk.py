@@ -45,13 +45,16 @@ def test_a_shared_walk_finds_what_one_process_finds(tree):
     assert sorted(hidden) == [".vendor", "drivers/.tmp_versions", "fs/btrfs/.hidden", "kernel/sched/.cache"]
 
 
-def test_a_child_that_fails_leaves_the_walk_to_this_process(tree, monkeypatch):
+@pytest.mark.parametrize("where", ["child", "here"])
+def test_a_half_that_fails_leaves_the_whole_walk_to_this_process(tree, monkeypatch, where):
+    """Which directories each process took is not known when either fails: this one walks
+    the tree again, whole."""
     parent = os.getpid()
     take = treewalk._take
 
     def failing(*args):
-        if os.getpid() != parent:
-            raise OSError("the child's walk fails")
+        if (os.getpid() == parent) == (where == "here"):
+            raise OSError(f"the walk {where} fails")
         return take(*args)
     monkeypatch.setattr(treewalk, "_take", failing)
     ended = treewalk.split(tree, 2)
@@ -90,17 +93,3 @@ def test_the_index_takes_the_same_stamps_from_a_shared_walk(tree, monkeypatch, t
     assert two.whole and two.changed == one.changed == set()
     assert sorted(two.hidden_dirs()) == sorted(one.hidden_dirs())
 
-
-def test_a_walk_that_fails_here_is_made_again_whole(tree, monkeypatch):
-    parent = os.getpid()
-    take = treewalk._take
-
-    def failing(*args):
-        if os.getpid() == parent:
-            raise OSError("this process's walk fails")
-        return take(*args)
-    monkeypatch.setattr(treewalk, "_take", failing)
-    ended = treewalk.split(tree, 2)
-    assert ended is not None
-    files, whole, hidden = ended()
-    assert (files, whole, sorted(hidden)) == walked(tree)
