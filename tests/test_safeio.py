@@ -32,6 +32,8 @@ _NOT_INPUT = {
         "the document wqlint has just written itself",
     ("tools.py", "chunk = os.read(fd, 65536)"): "a program's output, which run() bounds",
     ("tools.py", "data = pipe.read()"): "the answer of a worker wqlint forked from itself (forked())",
+    ("scan/treewalk.py", "got = os.read(rfd, _UNIT.size)"): "a directory's number, 4 bytes, from the pipe "
+                                                            "wqlint filled itself (split())",
 }
 # Modules whose .open() opens a file, and calls that turn bytes into more bytes or objects.
 _OPENERS = {"os", "io", "gzip", "bz2", "lzma", "tarfile", "zipfile", "codecs", "shelve", "dbm"}

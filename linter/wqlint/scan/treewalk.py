@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Optional
 
-from wqlint import tools
+from wqlint import safeio, tools
 from wqlint.scan import codec
 
 _STAMP = struct.Struct("<QQqq")  # inode, size, mtime_ns, ctime_ns
@@ -111,12 +111,12 @@ def _take(rfd: int, units: list, out: dict, hidden: list) -> bool:
 def _unpacked(data: bytes) -> Optional[tuple]:
     """(whole, hidden, files) of what split()'s child wrote; None when it is not that."""
     try:
-        doc = json.loads(data)
+        doc = safeio.parse_json(data)
         if type(doc) is not list or len(doc) != 5 or type(doc[0]) is not bool or type(doc[1]) is not list \
                 or any(type(h) is not str for h in doc[1]):
             return None
         return doc[0], doc[1], stamps_from(*doc[2:])
-    except (ValueError, codec.Invalid):
+    except (safeio.InputRefused, codec.Invalid):
         return None
 
 
