@@ -2,13 +2,12 @@
 the shorter ones, with the same answers from ripgrep, grep and the Python fallback."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from wqlint.scan import index
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.search import covering
+from wqlint.scan.store import Store
 
 
 def test_covering_keeps_the_names_that_hold_no_other():
@@ -120,7 +119,7 @@ def test_a_file_looked_at_is_let_go_after_the_last_few_even_with_the_collector_o
     monkeypatch.setattr(index, "RECENT_TEXTS", 2)
     for n in range(4):
         (tmp_path / f"f{n}.c").write_text(f"static void f{n}(void)\n{{\n\tg();\n}}\n")
-    idx = TreeIndex(tmp_path)
+    idx = TreeIndex(tmp_path, store=Store(tmp_path))  # (the digests are the store's)
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -146,7 +145,7 @@ def test_a_bound_lets_go_of_the_least_recently_used_of_the_files_read_after_it(t
     again when asked for: with other bytes, it is told as changed."""
     for name in "abcde":
         (tmp_path / f"{name}.c").write_text(f"int {name};\n")
-    idx = TreeIndex(tmp_path)
+    idx = TreeIndex(tmp_path, store=Store(tmp_path))  # (the digests are the store's)
     assert idx.source("a.c") is not None
     idx.bound_sources(2)
     for name in "bcbd":  # b used again after c: c is the least recently used
@@ -168,7 +167,7 @@ def test_a_file_looked_at_again_keeps_the_digest_of_its_first_reading(tmp_path, 
     monkeypatch.setattr(index, "RECENT_TEXTS", 1)
     for name in "ab":
         (tmp_path / f"{name}.c").write_text(f"int {name};\n")
-    idx = TreeIndex(tmp_path)
+    idx = TreeIndex(tmp_path, store=Store(tmp_path))  # (the digests are the store's)
     assert idx.text("a.c") == b"int a;\n" and idx.text("b.c") == b"int b;\n"  # (a goes)
     (tmp_path / "a.c").write_text("int a2;\n")
     assert idx.text("a.c") == b"int a2;\n"
@@ -199,3 +198,20 @@ def test_the_work_rules_say_the_same_with_one_file_held_at_a_time(monkeypatch):
     assert {f["rule"] for f in default["findings"]} >= {"reclaim-flush-dependency", "self-flush-deadlock",
                                                         "flush-queue-mismatch"}
     assert tight == default
+
+
+def test_without_a_store_no_digest_is_worked_out(tmp_path, monkeypatch):
+    """The digests of the files read are for the index kept between runs: a scan without it
+    (--no-cache, a module's scan against a kernel tree) works none out."""
+    def never(data):
+        raise AssertionError("a digest worked out")
+    monkeypatch.setattr(index, "digest", never)
+    monkeypatch.setattr(index, "RECENT_TEXTS", 1)
+    for n in range(3):
+        (tmp_path / f"f{n}.c").write_text(f"static void f{n}(void)\n{{\n}}\n")
+    idx = TreeIndex(tmp_path)
+    idx.bound_sources(1)
+    for n in range(3):
+        assert idx.look(f"f{n}.c") is not None and idx.source(f"f{n}.c") is not None
+    idx.release_sources()
+    assert idx.looked == {"f0.c": "", "f1.c": "", "f2.c": ""} and idx.source("f0.c") is not None

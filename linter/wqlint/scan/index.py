@@ -61,7 +61,7 @@ class TreeIndex:
         self.kernel = kernel
         self.jobs = max(1, jobs)
         self.files: dict = {}  # rel -> SourceFile
-        # rel -> digest of the files only looked at (text()), not kept
+        # rel -> digest of the files only looked at (text()), not kept ('' without a store)
         self.looked: dict = {}
         self._recent: OrderedDict = OrderedDict()  # rel -> SourceFile: the last RECENT_TEXTS of them
         self._gone = 0  # files let go: the heap is trimmed every RECENT_TEXTS of them
@@ -105,7 +105,7 @@ class TreeIndex:
                 return None
             src = SourceFile(rel, data)
             if rel in self.released:
-                src.known = digest(data)
+                src.known = self.digest_of(data)
                 self.seen_again(rel, src.known)
         self.files[rel] = src
         if self._most is not None and self._on_disk(rel):
@@ -124,7 +124,7 @@ class TreeIndex:
     def _let_go(self, rel: str) -> None:
         """Let go of a file read whole; its digest stays (release_sources())."""
         src = self.files.pop(rel)
-        d = src.known or digest(src.data)
+        d = src.known or self.digest_of(src.data)
         self.released.setdefault(rel, d)
         self.looked[rel] = d
         self._freed(src)
@@ -149,6 +149,11 @@ class TreeIndex:
         # (no pass of the collector: a file let go drops its chunks, which referred to it;
         # a whole tree's pass cost 0.4 s, and the peak was no lower for it)
         heap.release()
+
+    def digest_of(self, data: bytes) -> str:
+        """digest(data), for the store to know which bytes were judged; '' when there is
+        no store (on a whole tree some 28,000 digests, a second of CPU, that nothing reads)."""
+        return digest(data) if self.store is not None else ""
 
     def seen_again(self, rel: str, d: str) -> None:
         """The digest of a file let go and read again (here or in a worker)."""
@@ -180,7 +185,7 @@ class TreeIndex:
         if rel in self.released or rel not in self.looked:
             # (a file looked at before keeps the digest of its first reading: bytes changed
             # since make the next run judge it again; one let go is told as changed now)
-            src.known = self.looked[rel] = digest(data)
+            src.known = self.looked[rel] = self.digest_of(data)
             if rel in self.released:
                 self.seen_again(rel, src.known)
         if len(self._recent) > RECENT_TEXTS:

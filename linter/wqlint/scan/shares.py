@@ -22,7 +22,6 @@ from typing import Callable, Optional, Sequence
 
 from wqlint import api, tools
 from wqlint.scan import selfwait
-from wqlint.scan.source import digest
 from wqlint.scan.work import WorkModel
 
 
@@ -182,7 +181,7 @@ class _Seen:
         self.rounds = index.grep_rounds
 
     def since(self, index) -> dict:
-        looked = {rel: digest(src.data) for rel, src in index.files.items() if rel not in self.files}
+        looked = {rel: index.digest_of(src.data) for rel, src in index.files.items() if rel not in self.files}
         looked.update((rel, d) for rel, d in index.looked.items() if rel not in self.looked)
         return {"looked": looked, "bad": {rel: p for rel, p in index.bad.items() if rel not in self.bad},
                 "errors": index.errors[self.errors:], "rounds": index.grep_rounds - self.rounds}
