@@ -976,3 +976,111 @@ def test_a_kept_scan_is_written_back_as_it_was_read(tree, cat, monkeypatch):
     assert again.changed == {"fs/foo/init.c"} and again.unsaved
     assert again.save()
     assert store.Store(tree).path.read_bytes().split(b"\n")[2:] == before
+
+
+EFS_C = """\
+#include <linux/fs.h>
+#include <linux/workqueue.h>
+
+static struct workqueue_struct *efs_wq;
+
+int efs_fsync(struct file *file, int datasync)
+{
+	flush_workqueue(efs_wq);
+	return 0;
+}
+
+int efs_init(void)
+{
+	efs_wq = alloc_workqueue("efs", WQ_UNBOUND, 0);
+	return efs_wq ? 0 : -ENOMEM;
+}
+"""
+GFS_C = """\
+#include <linux/fs.h>
+
+int efs_fsync(struct file *file, int datasync);
+
+const struct file_operations gfs_file_operations = {
+	.llseek		= generic_file_llseek,
+};
+"""
+
+
+@pytest.fixture
+def tables(tmp_path, monkeypatch):
+    """The tables fixture in a kernel tree (a reclaim work of drivers/tgt reaching afs's
+    fsync through file_operations), its files' stamps trusted 0.3 s after they are written."""
+    from conftest import FIXTURES
+    root = tmp_path / "tables"
+    shutil.copytree(FIXTURES / "tables", root)
+    for rel in ("Makefile", "include/linux/workqueue.h", "kernel/workqueue.c"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / "mainline" / rel, root / rel)
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)
+    return root
+
+
+def flows_of(report) -> list:
+    return sorted((f.path, f.line, len(f.works)) for f in report.findings if f.rule_id == "reclaim-flush-dependency")
+
+
+def settled(root: Path, rel: str, text: str) -> None:
+    """Write a file, and wait until its stamp is one the index trusts."""
+    write(root, rel, text)
+    time.sleep(0.4)
+
+
+def kept_only(monkeypatch, root: Path, cat):
+    """A scan with the index that must take the scan it keeps: no site is resolved again."""
+    from wqlint.scan.sites import SiteFinder
+
+    def never(self):
+        raise AssertionError("the sites were resolved again")
+    with monkeypatch.context() as m:
+        m.setattr(SiteFinder, "find", never)
+        return lint.scan([str(root)], cat, CACHED)
+
+
+def test_a_table_set_in_a_file_no_scan_read(tables, cat, monkeypatch):
+    """A file that the kept scan never read (it names nothing the scan asked for) now sets a
+    file_operations' fsync to a function that waits for a queue without a rescuer: the
+    reclaim work reaching file->f_op->fsync reaches it. The kept scan is not used, for what
+    the file says of the tree's tables (scan.described) is not what it said; touching the
+    file without a change keeps it."""
+    settled(tables, "fs/efs/file.c", EFS_C)
+    settled(tables, "fs/gfs/file.c", GFS_C)
+    first, _ = both(tables, cat)
+    assert flows_of(first) == [("fs/afs/file.c", 16, 2)]
+    settled(tables, "fs/gfs/file.c", GFS_C)
+    assert shape(kept_only(monkeypatch, tables, cat)) == shape(first)
+    settled(tables, "fs/gfs/file.c", GFS_C.replace("llseek,\n", "llseek,\n\t.fsync\t\t= efs_fsync,\n"))
+    got, _ = both(tables, cat)
+    assert flows_of(got) == [("fs/afs/file.c", 16, 2), ("fs/efs/file.c", 8, 2)]
+
+
+def test_a_function_defined_in_a_file_the_scan_searched_but_never_read(tables, cat, monkeypatch):
+    """A reclaim work calls tgt_helper(), defined nowhere: its path ends there. A file of the
+    work's own directory, which the search of the subsystem went through but the scan never
+    read (no function of it is called), now defines tgt_helper() calling a function of
+    another subsystem that flushes. The index kept the file's digest with the scan's, so the
+    kept scan is not used; touching the file without a change keeps it."""
+    write(tables, "fs/afs/file.c", (tables / "fs/afs/file.c").read_text()
+          + "\nvoid afs_sync_all(void)\n{\n\tflush_workqueue(afs_wq);\n}\n")
+    io = (tables / "drivers/tgt/io.c").read_text()
+    io = io.replace("static void tgt_own_fn", "void tgt_helper(void);\n\nstatic void tgt_x_fn(struct work_struct *work)"
+                    "\n{\n\ttgt_helper();\n}\n\nstatic void tgt_own_fn")
+    io = io.replace("\tINIT_WORK(&req->own_work, tgt_own_fn);\n", "\tINIT_WORK(&req->own_work, tgt_own_fn);\n"
+                    "\tINIT_WORK(&req->x_work, tgt_x_fn);\n\tqueue_work(tgt_wq, &req->x_work);\n")
+    write(tables, "drivers/tgt/io.c", io.replace("\tstruct work_struct own_work;\n",
+                                                  "\tstruct work_struct own_work;\n\tstruct work_struct x_work;\n"))
+    helper = "int tgt_count(int a)\n{\n\treturn a + 1;\n}\n"
+    settled(tables, "drivers/tgt/helper.c", helper)
+    first, _ = both(tables, cat)
+    assert flows_of(first) == [("fs/afs/file.c", 16, 2)]
+    settled(tables, "drivers/tgt/helper.c", helper)
+    assert shape(kept_only(monkeypatch, tables, cat)) == shape(first)
+    settled(tables, "drivers/tgt/helper.c", "void afs_sync_all(void);\n\n" + helper
+            + "\nvoid tgt_helper(void)\n{\n\tafs_sync_all();\n}\n")
+    got, _ = both(tables, cat)
+    assert flows_of(got) == [("fs/afs/file.c", 16, 2), ("fs/afs/file.c", 35, 1)]

@@ -22,11 +22,11 @@ import os
 import re
 from typing import Optional
 
-from wqlint import tools
+from wqlint import safeio, tools
 from wqlint.scan import described
 from wqlint.scan.phases import timed
 from wqlint.scan.search import MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, rel_name
-from wqlint.scan.source import is_c_source
+from wqlint.scan.source import MAX_FILE_BYTES, is_c_source
 from wqlint.scan.subtext import EXTERN_HEADER
 
 # `.member = function,` alone on its line
@@ -307,6 +307,45 @@ class Description:
             elif vtype:
                 var = vtype
                 self._types.setdefault(rel, set()).add(vtype.decode())
+
+
+def kept_same(store, rels: list) -> bool:
+    """Does the description kept between runs (scan.described) say of each file of rels
+    (changed since the index was written, read by no scan it keeps) what the file says now:
+    the same initialisers, struct variables, members and function headers, on the same
+    lines? A scan kept is of the tree as it was: a table set in such a file changes where
+    a call through it goes. False when that cannot be told (no description kept, a file
+    that cannot be read)."""
+    kept = described.load(store)
+    if kept is None:
+        return False
+    inits, headers, _changed = kept
+    real_dirs: dict = {}
+    for rel in rels:
+        if not is_c_source(rel):
+            continue
+        data = b""
+        if rel in store.stamps:
+            try:
+                data = safeio.read_bytes(store.root / rel, MAX_FILE_BYTES, store.root, real_dirs)
+            except safeio.InputRefused:
+                return False
+        if _records(inits, rel, _LINE_RE) != _records(_inits_block(rel, data), rel, _LINE_RE) \
+                or _records(headers, rel, _HEADER_RE) != _records(_headers_block(rel, data), rel, _HEADER_RE):
+            return False
+    return True
+
+
+def _records(out: bytes, rel: str, record) -> list:
+    """record's matches in rel's lines of a search's --heading output (none without them)."""
+    for name in (os.fsencode("./" + rel) + b"\0", os.fsencode(rel) + b"\0"):
+        at = out.find(name)
+        while at > 0 and out[at - 1:at] != b"\n":  # (the end of a longer name)
+            at = out.find(name, at + 1)
+        if at >= 0:
+            end = out.find(b"\n\n", at)
+            return record.findall(out, at + len(name) - 1, len(out) if end < 0 else end + 1)
+    return []
 
 
 def _spliced(inits: bytes, headers: bytes, changed: set, fresh: dict) -> tuple:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from wqlint import api
 from wqlint.finding import InputError, Report
 from wqlint.scan.cpp import Decider
-from wqlint.scan.description import Description
+from wqlint.scan.description import Description, kept_same
 from wqlint.scan.index import TreeIndex
 from wqlint.scan.treefiles import TreeFiles
 from wqlint.scan.options import ScanOptions
@@ -227,6 +227,10 @@ class Engine:
         from wqlint.scan.store import Analysis
 
         key = self._scan_key()
+        works = not {"flow", "wait"} <= self.options.unread  # (the work model reads the description)
+        if self.store is not None and key is not None and self.store.unread and works \
+                and not kept_same(self.store, self.store.unread):
+            self.store.stale()
         kept = self.store.scan(key) if self.store is not None and key is not None else None
         if self.store is not None and kept is not None:
             self.targets.check_named_files(self.index.preloaded)
@@ -252,7 +256,7 @@ class Engine:
             src = self.index.files.get(s.path)
             if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
-        if not {"flow", "wait"} <= self.options.unread:
+        if works:
             # The work model reads what it needs again, a bounded number of files at a time
             # (a worker forked for the waits shares what this process holds when it starts:
             # keeping the sites' directories cost both some 70 MB on linux-source-7.3).
@@ -280,6 +284,12 @@ class Engine:
                         read[rel] = ""
                 if rel in self.index.changed:
                     read[rel] = ""  # other bytes when read again: not judged whole
+            if key is not None:
+                # The files the work model's searches of subsystems went through without
+                # reading them: one that defines a function now may be a step of a path.
+                real_dirs: dict = {}
+                for rel in sorted(self.index.searched - read.keys()):
+                    read[rel] = self.store.digest_now(rel, real_dirs)
         if self._model is not None:
             # Nothing reads the work model or the files it read again: let go of them before
             # the index is encoded and the report written (the scan's peak memory came

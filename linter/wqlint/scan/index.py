@@ -69,6 +69,10 @@ class TreeIndex:
         self._newer: OrderedDict = OrderedDict()  # rel -> None: the files it bounds, the last used last
         self.released: dict = {}  # rel -> digest of a file let go by release_sources()
         self.changed: set = set()  # files read twice in the scan with other bytes the second time
+        # rels of the files a search of a subsystem's text (scan.subtext) went through, read
+        # or not: a definition added to one changes what the search finds, so the index kept
+        # between runs keeps their digests with a scan's (Engine.analysis())
+        self.searched: set = set()
         self.bad: dict = {}  # rel -> problem
         self.fetched: dict = {}  # token -> list of (rel, line)
         self.pending: set = set()

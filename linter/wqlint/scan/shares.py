@@ -177,6 +177,7 @@ class _Seen:
         self.files = set(index.files)
         self.looked = set(index.looked)
         self.bad = set(index.bad)
+        self.searched = set(index.searched)
         self.errors = len(index.errors)
         self.rounds = index.grep_rounds
 
@@ -184,12 +185,14 @@ class _Seen:
         looked = {rel: index.digest_of(src.data) for rel, src in index.files.items() if rel not in self.files}
         looked.update((rel, d) for rel, d in index.looked.items() if rel not in self.looked)
         return {"looked": looked, "bad": {rel: p for rel, p in index.bad.items() if rel not in self.bad},
-                "errors": index.errors[self.errors:], "rounds": index.grep_rounds - self.rounds}
+                "errors": index.errors[self.errors:], "rounds": index.grep_rounds - self.rounds,
+                "searched": sorted(index.searched - self.searched)}
 
 
 def _merge(index, seen: dict) -> None:
     """A worker's reading of the tree, as if this process had read it: the files (their
-    digests, for the store), those it could not use, its errors and searches."""
+    digests, for the store), those it could not use, its errors and searches (and the files
+    its searches of subsystems' text went through)."""
     for rel, d in seen["looked"].items():
         index.seen_again(rel, d)
         if rel not in index.files:
@@ -198,6 +201,7 @@ def _merge(index, seen: dict) -> None:
         index.bad.setdefault(rel, problem)
     index.errors.extend(e for e in seen["errors"] if e not in index.errors)
     index.grep_rounds += seen["rounds"]
+    index.searched.update(seen["searched"])
 
 
 class _Pickler(pickle.Pickler):

@@ -24,7 +24,11 @@ deleted or renamed, or whose stamp changed, is read again and searched, in Pytho
 name the index holds, and its lines replace the old ones; if any answer changed, or a file a
 scan read has other bytes now, the sites are resolved again (from the index: no search of
 the tree, unless a chain now needs a name never asked for), else they are reused as they
-are. A file touched without a change, or a git branch switched back and forth, thus costs
+are. The files a scan read include those the work model's searches of a subsystem's text
+went through (their digests taken at the end of the scan, '' for one whose stamp moved
+since the walk); a changed file that no kept scan read is left to the engine, which
+compares it with the tree's description kept beside the index (scan.description:
+kept_same) and calls stale() when it says something else. A file touched without a change, or a git branch switched back and forth, thus costs
 one read of that file. A stamp recorded less than two seconds before the walk began is kept
 as "unknown", so a file rewritten in the same clock tick is still looked at next time.
 
@@ -240,6 +244,7 @@ class Store:
         self.loaded = False
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
+        self.unread: list = []  # files changed since that no kept scan read (scan.described looks at them)
         self.walk_started = 0
         self.beside: list = []  # files written beside the index in this run (scan.described)
 
@@ -310,6 +315,22 @@ class Store:
         """The .c/.h files the walk found (those the search of the tree reads)."""
         self.wait()
         return list(self._now)
+
+    def digest_now(self, rel: str, real_dirs: Optional[dict] = None) -> str:
+        """The digest of rel's bytes as this run's walk found them: '' when they may be
+        other bytes (a stamp too recent to trust, changed since the walk, or not readable)."""
+        self.wait()
+        then = self.stamps.get(rel)
+        if then is None:
+            return ""
+        path = self.root / rel
+        try:
+            data = safeio.read_bytes(path, MAX_FILE_BYTES, self.root, real_dirs)
+            st = os.lstat(path)
+        except (OSError, safeio.InputRefused):
+            return ""
+        same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == tuple(then)
+        return digest(data) if same else ""
 
     def _stamp(self, st):
         """A stamp to record: None when it is too close to now to tell a later rewrite."""
@@ -445,6 +466,8 @@ class Store:
                     self.dirty = True
                 else:
                     same.add(rel)
+            else:
+                self.unread.append(rel)
             problem = None
             if data is not None:
                 hit = self._search(rel, data, uses, defs, regexes, new_found, new_lines)
@@ -527,6 +550,13 @@ class Store:
         self.lines.update(lines)
 
     # -- scans ------------------------------------------------------------------------------
+    def stale(self) -> None:
+        """The kept scans may not be what a scan of the tree finds now (scan.described: a
+        file no scan read describes the tree otherwise): none is used, and the next kept
+        replaces them all."""
+        if self.kept:
+            self.dirty = True
+
     def scan(self, key) -> Optional[Analysis]:
         """The scan kept under key, if nothing it depends on changed (read from its line of
         the file now; one that is not what its types say is dropped). A scan used that is

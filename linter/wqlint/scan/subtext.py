@@ -156,6 +156,7 @@ class SubsystemText:
         # Files read from memory (a patched file, a preprocessed unit) are searched there.
         memory = [r for d in dirs for r in files[d] if index.shadowed(r) or r in index.preloaded]
         on_disk = {r for d in dirs for r in files[d]} - set(memory)
+        index.searched.update(on_disk)
         out = []
         rg = tools.which("rg")
         if rg and on_disk:
