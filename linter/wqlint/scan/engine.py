@@ -256,6 +256,7 @@ class Engine:
             src = self.index.files.get(s.path)
             if src is not None and self.targets.holds(s.path) and (s.path, s.line, s.col) not in call_sha:
                 call_sha[(s.path, s.line, s.col)] = call_digest(src, s.line, s.col)
+        self.index.keep_searched = self.store is not None and key is not None
         if works:
             # The work model reads what it needs again, a bounded number of files at a time
             # (a worker forked for the waits shares what this process holds when it starts:
@@ -289,7 +290,8 @@ class Engine:
                 # reading them: one that defines a function now may be a step of a path.
                 real_dirs: dict = {}
                 for rel in sorted(self.index.searched - read.keys()):
-                    read[rel] = self.store.digest_now(rel, real_dirs)
+                    got = self.index.searched_digests.get(rel)
+                    read[rel] = got if got is not None else self.store.digest_now(rel, real_dirs)
         if self._model is not None:
             # Nothing reads the work model or the files it read again: let go of them before
             # the index is encoded and the report written (the scan's peak memory came

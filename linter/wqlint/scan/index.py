@@ -73,6 +73,10 @@ class TreeIndex:
         # or not: a definition added to one changes what the search finds, so the index kept
         # between runs keeps their digests with a scan's (Engine.analysis())
         self.searched: set = set()
+        # set when the scan is kept (Engine.analysis()): a worker process then takes those
+        # digests itself, for the files it searched (rel -> digest, in searched_digests)
+        self.keep_searched = False
+        self.searched_digests: dict = {}
         self.bad: dict = {}  # rel -> problem
         self.fetched: dict = {}  # token -> list of (rel, line)
         self.pending: set = set()

@@ -184,9 +184,15 @@ class _Seen:
     def since(self, index) -> dict:
         looked = {rel: index.digest_of(src.data) for rel, src in index.files.items() if rel not in self.files}
         looked.update((rel, d) for rel, d in index.looked.items() if rel not in self.looked)
+        searched = index.searched - self.searched
+        digests: dict = {}
+        if index.keep_searched and index.store is not None:  # (taken here, while the parent still works)
+            real_dirs: dict = {}
+            digests = {rel: index.store.digest_now(rel, real_dirs)
+                       for rel in sorted(searched - index.files.keys() - index.looked.keys())}
         return {"looked": looked, "bad": {rel: p for rel, p in index.bad.items() if rel not in self.bad},
                 "errors": index.errors[self.errors:], "rounds": index.grep_rounds - self.rounds,
-                "searched": sorted(index.searched - self.searched)}
+                "searched": sorted(searched), "digests": digests}
 
 
 def _merge(index, seen: dict) -> None:
@@ -202,6 +208,7 @@ def _merge(index, seen: dict) -> None:
     index.errors.extend(e for e in seen["errors"] if e not in index.errors)
     index.grep_rounds += seen["rounds"]
     index.searched.update(seen["searched"])
+    index.searched_digests.update(seen["digests"])
 
 
 class _Pickler(pickle.Pickler):
