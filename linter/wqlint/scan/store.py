@@ -24,13 +24,14 @@ deleted or renamed, or whose stamp changed, is read again and searched, in Pytho
 name the index holds, and its lines replace the old ones; if any answer changed, or a file a
 scan read has other bytes now, the sites are resolved again (from the index: no search of
 the tree, unless a chain now needs a name never asked for), else they are reused as they
-are. The files a scan read include those the work model's searches of a subsystem's text
-went through (their digests taken at the end of the scan, '' for one whose stamp moved
-since the walk); a changed file that no kept scan read is left to the engine, which
-compares it with the tree's description kept beside the index (scan.description:
-kept_same) and calls stale() when it says something else. A file touched without a change, or a git branch switched back and forth, thus costs
-one read of that file. A stamp recorded less than two seconds before the walk began is kept
-as "unknown", so a file rewritten in the same clock tick is still looked at next time.
+are. A file touched without a change, or a git branch switched back and forth, thus costs
+one read of that file. The files a scan read include those the work model's searches of a
+subsystem's text went through (their digests taken at the end of the scan, '' for one whose
+stamp moved since the walk); a changed file that no kept scan read is left to the engine,
+which compares it with the tree's description kept beside the index
+(scan.description.kept_same()) and calls stale() when it says something else. A stamp
+recorded less than two seconds before the walk began is kept as "unknown", so a file
+rewritten in the same clock tick is still looked at next time.
 
 The index answers only for a tree it can read whole: for a directory it cannot list, or a
 changed file it cannot read (its mode, a size past MAX_FILE_BYTES), the run starts from
