@@ -938,12 +938,12 @@ def test_a_file_rewritten_with_the_same_bytes_keeps_the_functions_of_its_lines(t
     write(tree, "fs/foo/super.c", SUPER_C)  # the same bytes, another stamp
     time.sleep(0.4)
     again = store.Store(tree).open()
-    assert again.changed == {"fs/foo/super.c"} and not again.dirty
+    assert again.changed == {"fs/foo/super.c"} and again.live()
     assert again.enclosing_name("fs/foo/super.c", line, never) == "foo_start"
     assert again.save()
     write(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "info->nthreads + 1"))
     edited = store.Store(tree).open()
-    assert edited.dirty
+    assert edited.live() == []
     assert edited.enclosing_name("fs/foo/super.c", line, lambda rel, text: "found again") == "found again"
 
 
@@ -1084,3 +1084,48 @@ def test_a_function_defined_in_a_file_the_scan_searched_but_never_read(tables, c
             + "\nvoid tgt_helper(void)\n{\n\tafs_sync_all();\n}\n")
     got, _ = both(tables, cat)
     assert flows_of(got) == [("fs/afs/file.c", 16, 2), ("fs/afs/file.c", 35, 1)]
+
+
+def test_an_edit_undone_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
+    """The scan of the tree before an edit is put aside when the edit makes it stale, and
+    taken again, without resolving anything, once the file has its bytes again and no other
+    file changed (an edit undone, a branch checked out again); of those put aside, the two
+    used last are kept."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)
+    time.sleep(0.4)
+    first, _ = both(tree, cat)
+    assert cpu_findings(first)
+    settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    edited, _ = both(tree, cat)
+    assert cpu_findings(edited) == []
+    settled(tree, "fs/foo/init.c", INIT_C)
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(first)
+    settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(edited)
+    settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "nr_cpu_ids"))
+    other, _ = both(tree, cat)
+    settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(edited) != shape(other)
+    settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "nr_cpu_ids"))
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(other)
+    settled(tree, "fs/foo/init.c", INIT_C)  # the first tree's scan, used least recently, was let go
+    assert store.MAX_ASIDE == 2 and store.Store(tree).open().live() == []
+
+
+@pytest.mark.parametrize("meanwhile", ["edited", "added"])
+def test_an_edit_undone_while_another_file_changed_is_resolved_again(tree, cat, monkeypatch, meanwhile):
+    """The scan put aside is of the tree as it was: undoing the edit while another file was
+    edited, or added, is not that tree."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)
+    time.sleep(0.4)
+    both(tree, cat)
+    settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    both(tree, cat)
+    if meanwhile == "edited":
+        write(tree, "fs/foo/super.c", SUPER_C.replace("WQ_UNBOUND", "0"))
+    else:
+        write(tree, "fs/foo/more.c", "void m(void)\n{\n\tq = alloc_workqueue(\"m\", WQ_UNBOUND, nr_cpu_ids);\n}\n")
+    settled(tree, "fs/foo/init.c", INIT_C)
+    assert store.Store(tree).open().live() == []
+    got, _ = both(tree, cat)
+    assert got.findings

@@ -29,9 +29,12 @@ one read of that file. The files a scan read include those the work model's sear
 subsystem's text went through (their digests taken at the end of the scan, '' for one whose
 stamp moved since the walk); a changed file that no kept scan read is left to the engine,
 which compares it with the tree's description kept beside the index
-(scan.description.kept_same()) and calls stale() when it says something else. A stamp
-recorded less than two seconds before the walk began is kept as "unknown", so a file
-rewritten in the same clock tick is still looked at next time.
+(scan.description.kept_same()) and calls stale() when it says something else. A kept
+scan that a change makes stale is put aside when it read every file changed: it is taken
+again, as it is, once those files have the bytes it read and every other file the stamp it
+had (an edit undone, a branch checked out again). A stamp recorded less than two seconds
+before the walk began is kept as "unknown", so a file rewritten in the same clock tick is
+still looked at next time.
 
 The index answers only for a tree it can read whole: for a directory it cannot list, or a
 changed file it cannot read (its mode, a size past MAX_FILE_BYTES), the run starts from
@@ -55,8 +58,9 @@ the last complete one wins), and any failure to write (no space, a file size lim
 too long, a read-only or missing or refused directory) only means carrying on without
 saving.
 
-Bounds: at most MAX_SCANS scans (the least recently used go first), MAX_NAMES names (the
-least recently used go, and the scans resolved from them), MAX_INDEX_BYTES in all.
+Bounds: at most MAX_SCANS scans, of them MAX_ASIDE put aside (the least recently used go
+first), MAX_NAMES names (the least recently used go, and the scans resolved from them),
+MAX_INDEX_BYTES in all.
 """
 from __future__ import annotations
 
@@ -82,11 +86,12 @@ from wqlint.scan.search import IDENT_RE, definition_regex
 from wqlint.scan.source import MAX_FILE_BYTES, digest
 from wqlint.scan.treewalk import stamps_from, stamps_to
 
-FORMAT = 7
+FORMAT = 8
 MAGIC = b"wqlint-index"
 RACY_NS = 2_000_000_000
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 MAX_SCANS = 8
+MAX_ASIDE = 2  # of them put aside (_shelve()): each costs every run some 35 ms to read on a kernel tree
 MAX_NAMES = 8192
 
 
@@ -127,6 +132,11 @@ class Kept:
     used: int
     names: frozenset[str]
     read: dict[str, Optional[str]]
+    # Set while the scan is put aside (files it read changed: _shelve()): the digests those
+    # files had, and the digest of every other file's stamp then (_rest()). It is of the tree
+    # again when both are so again (an edit undone, a branch checked out again).
+    since: dict[str, str] = dataclasses.field(default_factory=dict)
+    rest: str = ""
 
 
 @dataclasses.dataclass
@@ -382,9 +392,9 @@ class Store:
             if doc["code"] == code_id():  # the searches stay good; sites resolved by other code do not
                 for n in range(1, len(lines), 2):
                     k = _codec(Kept).decode(safeio.parse_json(lines[n]))
-                    scans[k.key] = lines[n + 1]
-                    kept[k.key] = k
-                    self._meta_from[k.key] = (k, k.used, lines[n])  # written back as it was read
+                    scans[_place(k)] = lines[n + 1]
+                    kept[_place(k)] = k
+                    self._meta_from[_place(k)] = (k, k.used, lines[n])  # written back as it was read
         except (codec.Invalid, codec.Unstorable, safeio.InputRefused, ValueError, RecursionError):
             return None
         return doc["answers"], stamps, scans, kept, doc["gen"], age
@@ -446,6 +456,8 @@ class Store:
             self.dirty = True  # directory listings (a subsystem's files) changed
         read_by_scans: dict = {}
         for k in self.kept.values():
+            if k.rest:
+                continue  # (put aside: _unshelve())
             for rel, dg in k.read.items():
                 read_by_scans.setdefault(rel, set()).add(dg)
         uses = {k.encode(): k for k in self.found if isinstance(k, str)}
@@ -455,6 +467,7 @@ class Store:
         new_lines: dict = {}
         real_dirs: dict = {}
         same: set = set()  # changed files whose bytes are those every kept scan read (only a stamp moved)
+        digests: dict = {}  # changed file -> the digest of its bytes now
         for rel in sorted(changed):
             data = None
             if rel in now:
@@ -462,8 +475,10 @@ class Store:
                     data = safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root, real_dirs)
                 except safeio.InputRefused:
                     return False
+            if data is not None:
+                digests[rel] = digest(data)
             if rel in read_by_scans:
-                if data is None or {digest(data)} != read_by_scans[rel]:
+                if data is None or {digests[rel]} != read_by_scans[rel]:
                     self.dirty = True
                 else:
                     same.add(rel)
@@ -497,7 +512,53 @@ class Store:
         self._enclosing = {k: v for k, v in self._enclosing.items() if k[0] not in changed or k[0] in same}
         if self.dirty or len(self._enclosing) != enclosing:
             self._answers_json = None
+        if self.dirty:
+            self._shelve(old, changed)
+        self._unshelve(now, digests)
         return True
+
+    def _shelve(self, old: dict, changed: set) -> None:
+        """The kept scans no longer of the tree put aside, each that read every file changed
+        (with its digest): it is of the tree again once those files have those bytes again and
+        every other file the stamp it had (old). The others are dropped."""
+        rest = None
+        for place, k in list(self.kept.items()):
+            if k.rest:
+                continue
+            got = self.scans.pop(place)
+            del self.kept[place]
+            if not all(k.read.get(rel) for rel in changed):
+                continue
+            rest = rest if rest is not None else _rest(old, changed)
+            aside = dataclasses.replace(k, since={rel: k.read[rel] for rel in sorted(changed)}, rest=rest)
+            self.scans[_place(aside)], self.kept[_place(aside)] = got, aside
+        aside = sorted((place for place, k in self.kept.items() if k.rest), key=lambda p: -self.kept[p].used)
+        for place in aside[MAX_ASIDE:]:  # (the least recently used go)
+            del self.scans[place], self.kept[place]
+        self.dirty = False  # (what is kept now is of the tree as it is)
+        self.unsaved = True
+
+    def _unshelve(self, now: dict, digests: dict) -> None:
+        """A scan put aside whose files are again as they were (see _shelve()) kept again.
+        digests: {rel: the digest of its bytes now} of the files changed since the index was
+        written (the others' are taken as asked: their stamps are still those recorded)."""
+        rests: dict = {}
+        for place, k in list(self.kept.items()):
+            if not k.rest or k.key in self.kept:
+                continue
+            if any((digests[rel] if rel in digests else self.digest_now(rel)) != d for rel, d in k.since.items()):
+                continue
+            frozen = frozenset(k.since)
+            if frozen not in rests:
+                rests[frozen] = _rest({rel: self._stamp(st) for rel, st in now.items()}, k.since)
+            if rests[frozen] != k.rest:
+                continue
+            got = self.scans.pop(place)
+            del self.kept[place]
+            back = dataclasses.replace(k, since={}, rest="", used=self.gen + 1)
+            self.scans[k.key], self.kept[k.key] = got, back
+            self.unsaved = True
+            self.unread = [rel for rel in self.unread if rel not in back.read]
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
         """Search one file's bytes for every name the index holds, as the tree search would."""
@@ -554,9 +615,19 @@ class Store:
     def stale(self) -> None:
         """The kept scans may not be what a scan of the tree finds now (scan.described: a
         file no scan read describes the tree otherwise): none is used, and the next kept
-        replaces them all."""
-        if self.kept:
+        replaces them (those put aside stay)."""
+        if any(not k.rest for k in self.kept.values()):
             self.dirty = True
+
+    def live(self) -> list:
+        """The keys of the scans kept of the tree as it is (not put aside: _shelve())."""
+        return [] if self.dirty else [k.key for k in self.kept.values() if not k.rest]
+
+    def _drop_live(self) -> None:
+        """Drop the kept scans of the tree (resolved from answers or files that have changed
+        since); those put aside stay (_shelve())."""
+        for place in [place for place, k in self.kept.items() if not k.rest]:
+            del self.scans[place], self.kept[place]
 
     def scan(self, key) -> Optional[Analysis]:
         """The scan kept under key, if nothing it depends on changed (read from its line of
@@ -586,8 +657,7 @@ class Store:
     def keep_scan(self, key, result: Analysis) -> None:
         """Keep a scan's result under key (resolved from the answers as they are now)."""
         if self.dirty:
-            self.scans.clear()  # resolved from answers that have changed since
-            self.kept.clear()
+            self._drop_live()
             self.dirty = False
         self.scans[key] = result
         self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result.read)
@@ -613,7 +683,7 @@ class Store:
         if not self.whole:
             return False
         if self.dirty:
-            self.scans, self.kept = {}, {}  # resolved from answers or files that have changed since
+            self._drop_live()
             self.unsaved = True
         if self.loaded and not self.unsaved:
             return True
@@ -722,6 +792,22 @@ class Store:
         self._lines = {k: v for k, v in self._lines.items() if k in wanted}
         for key in [key for key, k in self.kept.items() if k.names & gone]:
             del self.scans[key], self.kept[key]
+
+
+def _place(k: Kept):
+    """Where a Kept is in Store.kept (and its Analysis in Store.scans): a scan of the tree
+    under its key, one put aside under its key and the tree it is of (an edit and the file
+    as it was before it differ only in that file)."""
+    return (k.key, k.rest, tuple(sorted(k.since.items()))) if k.rest else k.key
+
+
+def _rest(stamps: dict, but) -> str:
+    """The digest of the stamps of every file but those of but."""
+    h = hashlib.blake2b(digest_size=16)
+    for rel in sorted(stamps):
+        if rel not in but:
+            h.update(b"%s\0%r\n" % (rel.encode("utf-8", "surrogateescape"), stamps[rel]))
+    return h.hexdigest()
 
 
 def _token(key) -> str:
