@@ -268,6 +268,7 @@ class Engine:
         read: dict[str, Optional[str]] = {rel: None for rel in self.index.files if not rel.startswith("<")}
         read.update((rel, None) for rel in self.index.bad)
         read.update((rel, None) for rel in self.index.looked if not rel.startswith("<"))
+        searched: dict = {}
         if self.store is not None:
             from wqlint import safeio
             from wqlint.scan.source import MAX_FILE_BYTES
@@ -291,7 +292,7 @@ class Engine:
                 real_dirs: dict = {}
                 for rel in sorted(self.index.searched - read.keys()):
                     got = self.index.searched_digests.get(rel)
-                    read[rel] = got if got is not None else self.store.digest_now(rel, real_dirs)
+                    searched[rel] = got if got is not None else self.store.digest_now(rel, real_dirs)
         if self._model is not None:
             # Nothing reads the work model or the files it read again: let go of them before
             # the index is encoded and the report written (the scan's peak memory came
@@ -300,7 +301,7 @@ class Engine:
             self.index.release_sources()
         result = Analysis(sites=sites, uses=uses, flows=flows, waits=waits, bits=bits, bad=dict(self.index.bad),
                           errors=list(self.index.errors), parse_errors=dict(self.finder.parse_errors),
-                          call_sha=call_sha, api_files=self.api_files, read=read)
+                          call_sha=call_sha, api_files=self.api_files, read=read, searched=searched)
         if self.store is not None and not self.index.errors:
             if key is not None:
                 self.store.keep_scan(key, result)

@@ -25,9 +25,10 @@ name the index holds, and its lines replace the old ones; if any answer changed,
 scan read has other bytes now, the sites are resolved again (from the index: no search of
 the tree, unless a chain now needs a name never asked for), else they are reused as they
 are. A file touched without a change, or a git branch switched back and forth, thus costs
-one read of that file. The files a scan read include those the work model's searches of a
-subsystem's text went through (their digests taken at the end of the scan, '' for one whose
-stamp moved since the walk); a changed file that no kept scan read is left to the engine,
+one read of that file. Beside the files a scan read, it keeps those the work model's
+searches of a subsystem's text went through (Analysis.searched: their digests taken at the
+end of the scan, '' for one whose stamp moved since the walk), checked as those read; a
+changed file that no kept scan read nor searched is left to the engine,
 which compares it with the tree's description kept beside the index
 (scan.description.kept_same()) and calls stale() when it says something else. A kept
 scan that a change makes stale is put aside when it read every file changed: it is taken
@@ -101,8 +102,9 @@ class Analysis:
     (Engine.analysis()): sites, uses (QueueUse), flows, bits (FlagBits), bad and
     parse_errors ({rel: problem}), errors (InputError of the tree search), call_sha
     ({(path, line, col): digest of the call's text}), api_files (files defining the API),
-    read ({rel: digest of the bytes, or None without an index}). The index keeps read in
-    the scan's Kept, which is looked at without reading the rest."""
+    read ({rel: digest of the bytes, or None without an index}), searched (below). The
+    index keeps read and searched in the scan's Kept, which is looked at without reading
+    the rest."""
 
     sites: list[Site]
     uses: list[QueueUse]
@@ -115,6 +117,9 @@ class Analysis:
     call_sha: dict[tuple[str, int, int], str]
     api_files: frozenset[str]
     read: dict[str, Optional[str]]
+    # the files the work model's searches of a subsystem's text went through without reading
+    # them ({rel: digest}): what they define may be a step of a path (kept in Kept, as read)
+    searched: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 # A scan's key (Engine._scan_key): "scan", the paths, the API header, wqlint's own files
@@ -132,6 +137,7 @@ class Kept:
     used: int
     names: frozenset[str]
     read: dict[str, Optional[str]]
+    searched: dict[str, str]  # (Analysis.searched)
     # Set while the scan is put aside (files it read changed: _shelve()): the digests those
     # files had, and the digest of every other file's stamp then (_rest()). It is of the tree
     # again when both are so again (an edit undone, a branch checked out again).
@@ -255,7 +261,7 @@ class Store:
         self.loaded = False
         self.changed: set = set()  # rels added, deleted or changed since the index was written
         self.dirty = False  # some answer or some file a scan read changed
-        self.unread: list = []  # files changed since that no kept scan read (scan.described looks at them)
+        self.unread: list = []  # files changed since that no kept scan read nor searched (scan.described)
         self.walk_started = 0
         self.beside: list = []  # files written beside the index in this run (scan.described)
 
@@ -458,8 +464,9 @@ class Store:
         for k in self.kept.values():
             if k.rest:
                 continue  # (put aside: _unshelve())
-            for rel, dg in k.read.items():
-                read_by_scans.setdefault(rel, set()).add(dg)
+            for files in (k.read, k.searched):
+                for rel, dg in files.items():
+                    read_by_scans.setdefault(rel, set()).add(dg)
         uses = {k.encode(): k for k in self.found if isinstance(k, str)}
         defs = {k[1].encode(): k[1] for k in self.found if not isinstance(k, str)}
         regexes: dict = {}
@@ -527,10 +534,11 @@ class Store:
                 continue
             got = self.scans.pop(place)
             del self.kept[place]
-            if not all(k.read.get(rel) for rel in changed):
+            if not all(k.read.get(rel) or k.searched.get(rel) for rel in changed):
                 continue
             rest = rest if rest is not None else _rest(old, changed)
-            aside = dataclasses.replace(k, since={rel: k.read[rel] for rel in sorted(changed)}, rest=rest)
+            since = {rel: k.read.get(rel) or k.searched[rel] for rel in sorted(changed)}
+            aside = dataclasses.replace(k, since=since, rest=rest)
             self.scans[_place(aside)], self.kept[_place(aside)] = got, aside
         aside = sorted((place for place, k in self.kept.items() if k.rest), key=lambda p: -self.kept[p].used)
         for place in aside[MAX_ASIDE:]:  # (the least recently used go)
@@ -558,7 +566,7 @@ class Store:
             back = dataclasses.replace(k, since={}, rest="", used=self.gen + 1)
             self.scans[k.key], self.kept[k.key] = got, back
             self.unsaved = True
-            self.unread = [rel for rel in self.unread if rel not in back.read]
+            self.unread = [rel for rel in self.unread if rel not in back.read and rel not in back.searched]
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
         """Search one file's bytes for every name the index holds, as the tree search would."""
@@ -645,7 +653,7 @@ class Store:
                 del self.scans[key], self.kept[key]
                 self.unsaved = True
                 return None
-            line, got = got, dataclasses.replace(analysis, read=k.read)
+            line, got = got, dataclasses.replace(analysis, read=k.read, searched=k.searched)
             self.scans[key] = got
             self._read_from[key] = (got, line)  # written back as it was read
         self.touched |= k.names
@@ -660,7 +668,7 @@ class Store:
             self._drop_live()
             self.dirty = False
         self.scans[key] = result
-        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result.read)
+        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result.read, result.searched)
         self.unsaved = True
 
     # -- writing -----------------------------------------------------------------------------
@@ -762,7 +770,7 @@ class Store:
             if was is not None and was[0] is got:
                 got = was[1]
             if not isinstance(got, bytes):
-                got = json.dumps(_codec(Analysis).encode(dataclasses.replace(got, read={})),  # (in Kept)
+                got = json.dumps(_codec(Analysis).encode(dataclasses.replace(got, read={}, searched={})),  # (in Kept)
                                  separators=(",", ":")).encode()
             if total + len(meta) + len(got) + 2 > MAX_INDEX_BYTES:
                 break
