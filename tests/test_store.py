@@ -1059,21 +1059,27 @@ def test_a_table_set_in_a_file_no_scan_read(tables, cat, monkeypatch):
     assert flows_of(got) == [("fs/afs/file.c", 16, 2), ("fs/efs/file.c", 8, 2)]
 
 
+def _helper_work(root: Path) -> None:
+    """A reclaim work of drivers/tgt calling tgt_helper(), defined nowhere yet, and
+    afs_sync_all(), a function of fs/afs that waits for afs's queue (without a rescuer)."""
+    write(root, "fs/afs/file.c", (root / "fs/afs/file.c").read_text()
+          + "\nvoid afs_sync_all(void)\n{\n\tflush_workqueue(afs_wq);\n}\n")
+    io = (root / "drivers/tgt/io.c").read_text()
+    io = io.replace("static void tgt_own_fn", "void tgt_helper(void);\n\nstatic void tgt_x_fn(struct work_struct *work)"
+                    "\n{\n\ttgt_helper();\n}\n\nstatic void tgt_own_fn")
+    io = io.replace("\tINIT_WORK(&req->own_work, tgt_own_fn);\n", "\tINIT_WORK(&req->own_work, tgt_own_fn);\n"
+                    "\tINIT_WORK(&req->x_work, tgt_x_fn);\n\tqueue_work(tgt_wq, &req->x_work);\n")
+    write(root, "drivers/tgt/io.c", io.replace("\tstruct work_struct own_work;\n",
+                                                "\tstruct work_struct own_work;\n\tstruct work_struct x_work;\n"))
+
+
 def test_a_function_defined_in_a_file_the_scan_searched_but_never_read(tables, cat, monkeypatch):
     """A reclaim work calls tgt_helper(), defined nowhere: its path ends there. A file of the
     work's own directory, which the search of the subsystem went through but the scan never
     read (no function of it is called), now defines tgt_helper() calling a function of
     another subsystem that flushes. The index kept the file's digest with the scan's, so the
     kept scan is not used; touching the file without a change keeps it."""
-    write(tables, "fs/afs/file.c", (tables / "fs/afs/file.c").read_text()
-          + "\nvoid afs_sync_all(void)\n{\n\tflush_workqueue(afs_wq);\n}\n")
-    io = (tables / "drivers/tgt/io.c").read_text()
-    io = io.replace("static void tgt_own_fn", "void tgt_helper(void);\n\nstatic void tgt_x_fn(struct work_struct *work)"
-                    "\n{\n\ttgt_helper();\n}\n\nstatic void tgt_own_fn")
-    io = io.replace("\tINIT_WORK(&req->own_work, tgt_own_fn);\n", "\tINIT_WORK(&req->own_work, tgt_own_fn);\n"
-                    "\tINIT_WORK(&req->x_work, tgt_x_fn);\n\tqueue_work(tgt_wq, &req->x_work);\n")
-    write(tables, "drivers/tgt/io.c", io.replace("\tstruct work_struct own_work;\n",
-                                                  "\tstruct work_struct own_work;\n\tstruct work_struct x_work;\n"))
+    _helper_work(tables)
     helper = "int tgt_count(int a)\n{\n\treturn a + 1;\n}\n"
     settled(tables, "drivers/tgt/helper.c", helper)
     first, _ = both(tables, cat)
@@ -1162,15 +1168,7 @@ def test_edits_in_any_order_give_what_a_scan_without_the_index_gives(tables, cat
     import random
     settled(tables, "fs/efs/file.c", EFS_C)
     settled(tables, "fs/gfs/file.c", GFS_C)
-    write(tables, "fs/afs/file.c", (tables / "fs/afs/file.c").read_text()
-          + "\nvoid afs_sync_all(void)\n{\n\tflush_workqueue(afs_wq);\n}\n")
-    io = (tables / "drivers/tgt/io.c").read_text()
-    io = io.replace("static void tgt_own_fn", "void tgt_helper(void);\n\nstatic void tgt_x_fn(struct work_struct *work)"
-                    "\n{\n\ttgt_helper();\n}\n\nstatic void tgt_own_fn")
-    io = io.replace("\tINIT_WORK(&req->own_work, tgt_own_fn);\n", "\tINIT_WORK(&req->own_work, tgt_own_fn);\n"
-                    "\tINIT_WORK(&req->x_work, tgt_x_fn);\n\tqueue_work(tgt_wq, &req->x_work);\n")
-    write(tables, "drivers/tgt/io.c", io.replace("\tstruct work_struct own_work;\n",
-                                                  "\tstruct work_struct own_work;\n\tstruct work_struct x_work;\n"))
+    _helper_work(tables)
     settled(tables, "drivers/tgt/helper.c", "void afs_sync_all(void);\n\nint tgt_count(int a)\n{\n\treturn a;\n}\n")
     rng = random.Random(seed)
     seen = set()
