@@ -1095,8 +1095,8 @@ def test_a_function_defined_in_a_file_the_scan_searched_but_never_read(tables, c
 def test_an_edit_undone_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
     """The scan of the tree before an edit is put aside when the edit makes it stale, and
     taken again, without resolving anything, once the file has its bytes again and no other
-    file changed (an edit undone, a branch checked out again); of those put aside, the two
-    used last are kept."""
+    file changed (an edit undone, a branch checked out again); of those put aside, the one
+    used last is kept."""
     monkeypatch.setattr(store, "RACY_NS", 300_000_000)
     time.sleep(0.4)
     first, _ = both(tree, cat)
@@ -1115,7 +1115,7 @@ def test_an_edit_undone_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
     settled(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "nr_cpu_ids"))
     assert shape(kept_only(monkeypatch, tree, cat)) == shape(other)
     settled(tree, "fs/foo/init.c", INIT_C)  # the first tree's scan, used least recently, was let go
-    assert store.MAX_ASIDE == 2 and store.Store(tree).open().live() == []
+    assert store.MAX_ASIDE == 1 and store.Store(tree).open().live() == []
 
 
 @pytest.mark.parametrize("meanwhile", ["edited", "added"])

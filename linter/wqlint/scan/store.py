@@ -92,7 +92,9 @@ MAGIC = b"wqlint-index"
 RACY_NS = 2_000_000_000
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 MAX_SCANS = 8
-MAX_ASIDE = 2  # of them put aside (_shelve()): each costs every run some 35 ms to read on a kernel tree
+# Of them put aside (_shelve()): one, the tree before the last change (on a kernel tree each
+# costs a run some 35 ms to read, and 4 MB of memory while it runs).
+MAX_ASIDE = 1
 MAX_NAMES = 8192
 
 
@@ -295,6 +297,7 @@ class Store:
             if self._update(now):
                 self.unsaved = self.dirty or stamps != self.stamps
                 self.stamps = stamps
+                self._let_go_aside()
                 return self
         # Starting from nothing: the searches of this run answer, and report what they meet
         # (no index is written while a directory or a file cannot be read: see save()).
@@ -522,7 +525,19 @@ class Store:
         if self.dirty:
             self._shelve(old, changed)
         self._unshelve(now, digests)
+        aside = sorted((place for place, k in self.kept.items() if k.rest), key=lambda p: -self.kept[p].used)
+        for place in aside[MAX_ASIDE:]:  # (the least recently used go)
+            del self.scans[place], self.kept[place]
         return True
+
+    def _let_go_aside(self) -> None:
+        """The files of the scans put aside as read from the file, let go: nothing asks for
+        them before the next run, and their lines are written back as they were read (on
+        linux-source-7.3 each holds some 40,000 names and digests, about 9 MB in memory)."""
+        for place, k in self.kept.items():
+            was = self._meta_from.get(place)
+            if k.rest and was is not None and was[0] is k and was[1] == k.used:
+                k.read, k.searched = {}, {}
 
     def _shelve(self, old: dict, changed: set) -> None:
         """The kept scans no longer of the tree put aside, each that read every file changed
@@ -534,15 +549,13 @@ class Store:
                 continue
             got = self.scans.pop(place)
             del self.kept[place]
+            self._meta_from.pop(place, None)  # (its line says it is of the tree)
             if not all(k.read.get(rel) or k.searched.get(rel) for rel in changed):
                 continue
             rest = rest if rest is not None else _rest(old, changed)
             since = {rel: k.read.get(rel) or k.searched[rel] for rel in sorted(changed)}
             aside = dataclasses.replace(k, since=since, rest=rest)
             self.scans[_place(aside)], self.kept[_place(aside)] = got, aside
-        aside = sorted((place for place, k in self.kept.items() if k.rest), key=lambda p: -self.kept[p].used)
-        for place in aside[MAX_ASIDE:]:  # (the least recently used go)
-            del self.scans[place], self.kept[place]
         self.dirty = False  # (what is kept now is of the tree as it is)
         self.unsaved = True
 
@@ -778,9 +791,16 @@ class Store:
             lines += [meta, got]
         for key in order[(len(lines) - 1) // 2:]:
             del self.scans[key], self.kept[key]
-        body = b"\n".join(lines)
+        # (the body's digest taken line by line, and the file joined once: the lines of a
+        # kernel tree's index, and each copy of them, are some 15 MB)
+        h = hashlib.blake2b(digest_size=32)
+        for n, line in enumerate(lines):
+            if n:
+                h.update(b"\n")
+            h.update(line)
         self.gen = gen
-        return b"%s %d %s\n" % (MAGIC, FORMAT, hashlib.blake2b(body, digest_size=32).hexdigest().encode()) + body
+        head = b"%s %d %s" % (MAGIC, FORMAT, h.hexdigest().encode())
+        return b"\n".join([head] + lines)
 
     def _answers(self) -> Answers:
         return Answers(uses={k: v for k, v in self.found.items() if isinstance(k, str)},
