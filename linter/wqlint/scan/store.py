@@ -349,7 +349,7 @@ class Store:
             st = os.lstat(path)
         except (OSError, safeio.InputRefused):
             return ""
-        same = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == tuple(then)
+        same = treewalk.stamp_of(st) == tuple(then)
         return digest(data) if same else ""
 
     def _stamp(self, st):

@@ -164,11 +164,17 @@ def _walk(path: str, prefix: str, out: dict, hidden: Optional[list], stamps: boo
                 if not stamps:
                     out[rel + name] = None
                     continue
-                st = entry.stat(follow_symlinks=False)
-                out[rel + name] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                out[rel + name] = stamp_of(entry.stat(follow_symlinks=False))
         except OSError:
             whole = False
     return whole
+
+
+def stamp_of(st) -> tuple:
+    """A file's stamp, as the walk records it and the index compares it: (inode, size,
+    mtime, ctime), the last two in nanoseconds. A rewrite that restores the mtime still moves
+    the ctime."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def stamps_to(stamps: dict) -> tuple:
