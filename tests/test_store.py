@@ -1118,6 +1118,23 @@ def test_an_edit_undone_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
     assert store.MAX_ASIDE == 1 and store.Store(tree).open().live() == []
 
 
+def test_an_edit_undone_at_once_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
+    """As above, with each scan run as soon as the file is written: its stamp is too recent to
+    trust, in the index as in the walk, so that no stamp tells the index has something new.
+    Taking back the scan put aside is written down all the same: the next edit then puts
+    aside the scan used last, and undoing that edit takes it again."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)
+    time.sleep(0.4)
+    first, _ = both(tree, cat)
+    assert cpu_findings(first)
+    for value in ("4", "8", "4"):
+        write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", value))
+        edited, _ = both(tree, cat)
+        assert cpu_findings(edited) == []
+        write(tree, "fs/foo/init.c", INIT_C)
+        assert shape(kept_only(monkeypatch, tree, cat)) == shape(first)
+
+
 @pytest.mark.parametrize("meanwhile", ["edited", "added"])
 def test_an_edit_undone_while_another_file_changed_is_resolved_again(tree, cat, monkeypatch, meanwhile):
     """The scan put aside is of the tree as it was: undoing the edit while another file was

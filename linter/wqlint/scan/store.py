@@ -294,8 +294,12 @@ class Store:
             self._answers_json, self.stamps, self.scans, self.kept, self.gen, self.age = data
             self._undecoded = True
             self.loaded = True
+            # Something to write: a scan put aside or taken back (_update()), answers changed,
+            # or stamps. (A file written just before is "unknown" in both walks: undoing an
+            # edit then changes no stamp, though the scan it takes back must be written down.)
+            self.unsaved = False
             if self._update(now):
-                self.unsaved = self.dirty or stamps != self.stamps
+                self.unsaved = self.unsaved or self.dirty or stamps != self.stamps
                 self.stamps = stamps
                 self._let_go_aside()
                 return self
