@@ -535,13 +535,21 @@ class Store:
         return True
 
     def _let_go_aside(self) -> None:
-        """The files of the scans put aside as read from the file, let go: nothing asks for
-        them before the next run, and their lines are written back as they were read (on
-        linux-source-7.3 each holds some 40,000 names and digests, about 9 MB in memory)."""
+        """The files of the scans put aside let go: nothing asks for them before the next run
+        (on linux-source-7.3 each holds some 40,000 names and digests, about 9 MB in memory).
+        The line of one read from the file is written back as it was read; that of one put
+        aside in this run is made now, while its files are still held."""
         for place, k in self.kept.items():
+            if not k.rest:
+                continue
             was = self._meta_from.get(place)
-            if k.rest and was is not None and was[0] is k and was[1] == k.used:
-                k.read, k.searched = {}, {}
+            if was is None or was[0] is not k or was[1] != k.used:
+                try:
+                    line = json.dumps(_codec(Kept).encode(k), separators=(",", ":")).encode()
+                except (codec.Unstorable, RecursionError):
+                    continue  # (kept whole: save() tells)
+                self._meta_from[place] = (k, k.used, line)
+            k.read, k.searched = {}, {}
 
     def _shelve(self, old: dict, changed: set) -> None:
         """The kept scans no longer of the tree put aside, each that read every file changed
