@@ -47,6 +47,22 @@ def test_a_header_in_memory_reads_as_on_disk(tmp_path):
                        {"ops": ("holder",)}, "ops")
 
 
+def test_the_functions_other_files_can_call_are_found_on_disk_and_in_memory(tmp_path):
+    """exported(): the headers of the .c files' functions not declared static, every file's
+    (by path and line, with the header's offset), from the search on disk as from a file held
+    in memory; a static function, a declaration and a name defined nowhere are not."""
+    a = b"int shared(void)\n{\n\treturn 0;\n}\n\nstatic int own(void)\n{\n\treturn 1;\n}\n"
+    b = b"/* b */\nint shared(void);\nvoid\nshared (void)\n{\n}\nlong many_(int x)\n{\n}\n"
+    (tmp_path / "a.c").write_bytes(a)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub/b.c").write_bytes(b)
+    for index in (TreeIndex(tmp_path, jobs=1), TreeIndex(tmp_path, jobs=1, preloaded={"sub/b.c": b})):
+        d = Description(index)
+        assert d.exported("shared") == [("a.c", 1, 0), ("sub/b.c", 4, b.index(b"shared ("))]
+        assert d.exported("own") == [] and d.exported("many") == [] and d.exported("") == []
+        assert d.exported("many_") == [("sub/b.c", 7, b.index(b"long"))]
+
+
 def _events(monkeypatch) -> list:
     """'searched' when the description's searches start, 'sites' and 'resolved' when a scan
     starts and ends resolving its sites, 'round' when a round of the index's searches ends."""

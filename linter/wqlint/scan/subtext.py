@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import itertools
 import re
-from array import array
-from bisect import bisect_left
 from typing import Optional
 
 from wqlint import tools
 from wqlint.scan import heap
+from wqlint.scan.packed import Packed
 from wqlint.scan.phases import timed
 from wqlint.scan.search import IDENT_RE, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, records, rel_name
 
@@ -351,22 +350,18 @@ class Heads:
     """The lines of some files that may start a function's definition, and the initialisers
     of members to functions, by name. Kept small (a kernel subsystem has tens of thousands of
     such lines, few of them ever asked about): each name's lines as one string of numbers,
-    made into tuples when asked for. Once filled, freeze() packs them into one string, in the
-    order of the names' hashes, looked up by bisection behind a filter of those hashes: a
-    whole tree's searches (linux-source-7.3) held 600,000 names of 1,300 directories, 93 MiB
-    as a dict of strings and 48 MiB packed."""
+    made into tuples when asked for. Once filled, freeze() packs them (scan.packed): a whole
+    tree's searches (linux-source-7.3) held 600,000 names of 1,300 directories, 93 MiB as a
+    dict of strings and 48 MiB packed."""
 
-    __slots__ = ("files", "_file", "_named", "_hashes", "_ends", "_blob", "_seen")
+    __slots__ = ("files", "_file", "_named", "_packed")
 
     def __init__(self):
         self.files: list = []  # rel of the files, by number
         self._file: dict = {}  # rel -> its number, as bytes
         # name (b'.member' for an initialiser) -> b'file line offset static|value;...', until freeze()
         self._named: Optional[dict] = {}
-        self._hashes = array("q")  # frozen: hash() of each name, in order
-        self._ends = array("I")  # frozen: where each name's b'name NUL records' ends in _blob
-        self._blob = b""
-        self._seen = b"\0"  # frozen: 1 at hash % its length of each name
+        self._packed: Optional[Packed] = None  # the same, once frozen
 
     def add(self, rel: str, name: bytes, value: bytes, line: bytes, offset: bytes, static: bool = False) -> None:
         """A header of function name (value b''; static: the line says so), or an
@@ -386,21 +381,9 @@ class Heads:
             old += b";" + rec
 
     def freeze(self) -> "Heads":
-        """Pack the names and their lines (see the class); nothing is added afterwards."""
-        named = self._named
-        if named is None:
-            return self
-        names = sorted(named, key=hash)
-        self._hashes = array("q", map(hash, names))
-        entries = [name + b"\0" + named[name] for name in names]
-        self._blob = b"".join(entries)
-        self._ends = array("I" if len(self._blob) < 1 << 32 else "Q", itertools.accumulate(map(len, entries)))
-        size = max(64, 8 * len(names))  # one name in eight passes the filter by chance
-        seen = bytearray(size)
-        for at in {h % size for h in self._hashes}:
-            seen[at] = 1
-        self._seen = bytes(seen)
-        self._named = None
+        """Pack the names and their lines; nothing is added afterwards."""
+        if self._named is not None:
+            self._packed, self._named = Packed(self._named), None
         return self
 
     def _records(self, name: bytes) -> Optional[bytes]:
@@ -408,17 +391,8 @@ class Heads:
         named = self._named
         if named is not None:
             return named.get(name)
-        h = hash(name)
-        if not self._seen[h % len(self._seen)]:
-            return None
-        hashes, key = self._hashes, name + b"\0"
-        i = bisect_left(hashes, h)
-        while i < len(hashes) and hashes[i] == h:
-            start = self._ends[i - 1] if i else 0
-            if self._blob.startswith(key, start):
-                return self._blob[start + len(key):self._ends[i]]
-            i += 1
-        return None
+        assert self._packed is not None
+        return self._packed.get(name)
 
     def number(self, rel: str) -> bytes:
         """rel's number in the records, as bytes with a blank after it."""
@@ -433,8 +407,8 @@ class Heads:
         named = self._named
         if named is not None:
             return name in named
-        seen = self._seen
-        return bool(seen[hash(name) % len(seen)]) and self._records(name) is not None
+        assert self._packed is not None
+        return name in self._packed
 
     def headers(self, name: str) -> list:
         """[(rel, line, offset, static)] of the lines that may start name's definition, by
