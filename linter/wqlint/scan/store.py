@@ -82,18 +82,19 @@ from wqlint import __version__, safeio
 from wqlint.code_id import code_id
 from wqlint.finding import InputError, Step
 from wqlint.scan import codec, treewalk
+from wqlint.scan.digests import Digests
 from wqlint.scan.site import FlagBits, Flow, QueueUse, SelfWait, Site
 from wqlint.scan.search import IDENT_RE, definition_regex
 from wqlint.scan.source import MAX_FILE_BYTES, digest
 from wqlint.scan.treewalk import stamps_from, stamps_to
 
-FORMAT = 8
+FORMAT = 9
 MAGIC = b"wqlint-index"
 RACY_NS = 2_000_000_000
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 MAX_SCANS = 8
 # Of them put aside (_shelve()): one, the tree before the last change (on a kernel tree each
-# costs a run some 35 ms to read, and 4 MB of memory while it runs).
+# costs a run some 10 ms to read, and 4 MB of memory while it runs).
 MAX_ASIDE = 1
 MAX_NAMES = 8192
 
@@ -138,8 +139,8 @@ class Kept:
     key: ScanKey
     used: int
     names: frozenset[str]
-    read: dict[str, Optional[str]]
-    searched: dict[str, str]  # (Analysis.searched)
+    read: Digests  # (Analysis.read; a dict only once asked)
+    searched: Digests  # (Analysis.searched)
     # Set while the scan is put aside (files it read changed: _shelve()): the digests those
     # files had, and the digest of every other file's stamp then (_rest()). It is of the tree
     # again when both are so again (an edit undone, a branch checked out again).
@@ -536,7 +537,8 @@ class Store:
 
     def _let_go_aside(self) -> None:
         """The files of the scans put aside let go: nothing asks for them before the next run
-        (on linux-source-7.3 each holds some 40,000 names and digests, about 9 MB in memory).
+        (on linux-source-7.3 each holds some 40,000 names and digests: about 3 MB as read, 9 MB
+        once asked, as for a scan put aside in this run).
         The line of one read from the file is written back as it was read; that of one put
         aside in this run is made now, while its files are still held."""
         for place, k in self.kept.items():
@@ -549,7 +551,7 @@ class Store:
                 except (codec.Unstorable, RecursionError):
                     continue  # (kept whole: save() tells)
                 self._meta_from[place] = (k, k.used, line)
-            k.read, k.searched = {}, {}
+            k.read = k.searched = Digests("")
 
     def _shelve(self, old: dict, changed: set) -> None:
         """The kept scans no longer of the tree put aside, each that read every file changed
@@ -692,8 +694,12 @@ class Store:
         if self.dirty:
             self._drop_live()
             self.dirty = False
+        try:
+            read, searched = Digests.of(result.read), Digests.of(result.searched)
+        except codec.Unstorable:
+            return  # (a name the index cannot write: not kept)
         self.scans[key] = result
-        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), result.read, result.searched)
+        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), read, searched)
         self.unsaved = True
 
     # -- writing -----------------------------------------------------------------------------
