@@ -947,6 +947,33 @@ def test_a_file_rewritten_with_the_same_bytes_keeps_the_functions_of_its_lines(t
     assert edited.enclosing_name("fs/foo/super.c", line, lambda rel, text: "found again") == "found again"
 
 
+def test_an_edit_undone_keeps_the_functions_of_its_lines(tree, cat, monkeypatch):
+    """The functions found around the lines of a file (for a review) are put aside with the
+    scan when the file is edited, and are the file's again when the edit is undone: the
+    first review after an undo does not look for them again."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
+    time.sleep(0.4)
+    lint.scan([str(tree)], cat, CACHED)
+    line = SUPER_C.splitlines()[5].encode()
+    first = store.Store(tree).open()
+    assert first.enclosing_name("fs/foo/super.c", line, lambda rel, text: "foo_start") == "foo_start"
+    assert first.save()
+
+    def never(rel, text):
+        raise AssertionError(f"{rel} parsed again")
+    settled(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "info->nthreads + 1"))
+    edited = store.Store(tree).open()
+    assert edited.live() == []
+    assert edited.enclosing_name("fs/foo/super.c", line, lambda rel, text: "found in the edit") == "found in the edit"
+    assert edited.save()
+    settled(tree, "fs/foo/super.c", SUPER_C)
+    back = store.Store(tree).open()
+    assert back.live()
+    assert back.enclosing_name("fs/foo/super.c", line, never) == "foo_start"
+    assert back.save()
+    assert store.Store(tree).open().enclosing_name("fs/foo/super.c", line, never) == "foo_start"
+
+
 def test_a_kept_scan_is_written_back_as_it_was_read(tree, cat, monkeypatch):
     """Saving the index after a stamp moved writes each kept scan's lines as they were read,
     without encoding them again (on a kernel tree the list of files a scan read is some

@@ -146,6 +146,8 @@ class Kept:
     # again when both are so again (an edit undone, a branch checked out again).
     since: dict[str, str] = dataclasses.field(default_factory=dict)
     rest: str = ""
+    # and the functions around lines of those files then (Answers.enclosing), of those bytes
+    enclosing: dict[tuple[str, bytes], str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -524,11 +526,12 @@ class Store:
         self._lines = kept_lines
         # A line's function, found in a run whose kept scans read these very bytes, is still
         # it (a file rewritten as it was, or a stamp too recent to trust, is not parsed again).
-        self._enclosing = {k: v for k, v in self._enclosing.items() if k[0] not in changed or k[0] in same}
+        gone = {k: v for k, v in self._enclosing.items() if k[0] in changed and k[0] not in same}
+        self._enclosing = {k: v for k, v in self._enclosing.items() if k not in gone}
         if self.dirty or len(self._enclosing) != enclosing:
             self._answers_json = None
         if self.dirty:
-            self._shelve(old, changed)
+            self._shelve(old, changed, gone)
         self._unshelve(now, digests)
         aside = sorted((place for place, k in self.kept.items() if k.rest), key=lambda p: -self.kept[p].used)
         for place in aside[MAX_ASIDE:]:  # (the least recently used go)
@@ -553,10 +556,11 @@ class Store:
                 self._meta_from[place] = (k, k.used, line)
             k.read = k.searched = Digests("")
 
-    def _shelve(self, old: dict, changed: set) -> None:
+    def _shelve(self, old: dict, changed: set, enclosing: dict) -> None:
         """The kept scans no longer of the tree put aside, each that read every file changed
-        (with its digest): it is of the tree again once those files have those bytes again and
-        every other file the stamp it had (old). The others are dropped."""
+        (with its digest, and enclosing: the functions found around lines of those bytes): it
+        is of the tree again once those files have those bytes again and every other file the
+        stamp it had (old). The others are dropped."""
         rest = None
         for place, k in list(self.kept.items()):
             if k.rest:
@@ -568,7 +572,7 @@ class Store:
                 continue
             rest = rest if rest is not None else _rest(old, changed)
             since = {rel: k.read.get(rel) or k.searched[rel] for rel in sorted(changed)}
-            aside = dataclasses.replace(k, since=since, rest=rest)
+            aside = dataclasses.replace(k, since=since, rest=rest, enclosing=enclosing)
             self.scans[_place(aside)], self.kept[_place(aside)] = got, aside
         self.dirty = False  # (what is kept now is of the tree as it is)
         self.unsaved = True
@@ -590,9 +594,12 @@ class Store:
                 continue
             got = self.scans.pop(place)
             del self.kept[place]
-            back = dataclasses.replace(k, since={}, rest="", used=self.gen + 1)
+            back = dataclasses.replace(k, since={}, rest="", used=self.gen + 1, enclosing={})
             self.scans[k.key], self.kept[k.key] = got, back
             self.unsaved = True
+            if k.enclosing:  # (the files have the bytes they were found in again)
+                self._enclosing.update(k.enclosing)
+                self._answers_json = None
             self.unread = [rel for rel in self.unread if rel not in back.read and rel not in back.searched]
 
     def _search(self, rel, data, uses, defs, regexes, new_found, new_lines) -> bool:
