@@ -238,7 +238,7 @@ class Description:
             data = memory[rel] if rel in index.extra else index.text(rel)
             if data is not None and is_c_source(rel):
                 self._read_file(rel, data)
-        # (on linux-source-7.3, 200,000 names: some 40 MB as a dict, 10 MB packed)
+        # (on linux-source-7.3, 204,000 names: 32 MB as a dict of strings, 12 MB packed)
         self._exports, self._exported = Packed(self._exported), {}
 
     def _read(self, out: bytes, skip: dict, headers: bool = False) -> None:
