@@ -921,10 +921,9 @@ def test_a_file_changed_between_the_sites_and_the_work_model_is_not_kept_as_judg
     assert [f for f in again.findings if f.path == "drivers/demo/demo.c"] == []
 
 
-def test_a_file_rewritten_with_the_same_bytes_keeps_the_functions_of_its_lines(tree, cat, monkeypatch):
-    """The function around a line (Store.enclosing_name(), kept for a review's sites
-    outside the series) is found again only when the file's bytes changed: a file written
-    again as it was (a stamp that moved, or one too recent to trust) keeps its answers."""
+def _found_around(tree, cat, monkeypatch) -> bytes:
+    """A scan kept, and the function around a line of fs/foo/super.c found ("foo_start") and
+    kept with the index: that line's bytes."""
     monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
     time.sleep(0.4)
     lint.scan([str(tree)], cat, CACHED)
@@ -932,14 +931,23 @@ def test_a_file_rewritten_with_the_same_bytes_keeps_the_functions_of_its_lines(t
     first = store.Store(tree).open()
     assert first.enclosing_name("fs/foo/super.c", line, lambda rel, text: "foo_start") == "foo_start"
     assert first.save()
+    return line
 
-    def never(rel, text):
-        raise AssertionError(f"{rel} parsed again")
+
+def _never(rel, text):
+    raise AssertionError(f"{rel} parsed again")
+
+
+def test_a_file_rewritten_with_the_same_bytes_keeps_the_functions_of_its_lines(tree, cat, monkeypatch):
+    """The function around a line (Store.enclosing_name(), kept for a review's sites
+    outside the series) is found again only when the file's bytes changed: a file written
+    again as it was (a stamp that moved, or one too recent to trust) keeps its answers."""
+    line = _found_around(tree, cat, monkeypatch)
     write(tree, "fs/foo/super.c", SUPER_C)  # the same bytes, another stamp
     time.sleep(0.4)
     again = store.Store(tree).open()
     assert again.changed == {"fs/foo/super.c"} and again.live()
-    assert again.enclosing_name("fs/foo/super.c", line, never) == "foo_start"
+    assert again.enclosing_name("fs/foo/super.c", line, _never) == "foo_start"
     assert again.save()
     write(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "info->nthreads + 1"))
     edited = store.Store(tree).open()
@@ -951,16 +959,7 @@ def test_an_edit_undone_keeps_the_functions_of_its_lines(tree, cat, monkeypatch)
     """The functions found around the lines of a file (for a review) are put aside with the
     scan when the file is edited, and are the file's again when the edit is undone: the
     first review after an undo does not look for them again."""
-    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
-    time.sleep(0.4)
-    lint.scan([str(tree)], cat, CACHED)
-    line = SUPER_C.splitlines()[5].encode()
-    first = store.Store(tree).open()
-    assert first.enclosing_name("fs/foo/super.c", line, lambda rel, text: "foo_start") == "foo_start"
-    assert first.save()
-
-    def never(rel, text):
-        raise AssertionError(f"{rel} parsed again")
+    line = _found_around(tree, cat, monkeypatch)
     settled(tree, "fs/foo/super.c", SUPER_C.replace("info->nthreads", "info->nthreads + 1"))
     edited = store.Store(tree).open()
     assert edited.live() == []
@@ -969,9 +968,9 @@ def test_an_edit_undone_keeps_the_functions_of_its_lines(tree, cat, monkeypatch)
     settled(tree, "fs/foo/super.c", SUPER_C)
     back = store.Store(tree).open()
     assert back.live()
-    assert back.enclosing_name("fs/foo/super.c", line, never) == "foo_start"
+    assert back.enclosing_name("fs/foo/super.c", line, _never) == "foo_start"
     assert back.save()
-    assert store.Store(tree).open().enclosing_name("fs/foo/super.c", line, never) == "foo_start"
+    assert store.Store(tree).open().enclosing_name("fs/foo/super.c", line, _never) == "foo_start"
 
 
 def test_a_kept_scan_is_written_back_as_it_was_read(tree, cat, monkeypatch):
