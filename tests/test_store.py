@@ -399,6 +399,48 @@ def test_review_sees_a_wrapper_renamed_between_runs(tree, cat):
     assert comments(True) == want
 
 
+def test_a_review_after_a_scan_reads_no_file_to_skip_it(tree, cat, monkeypatch, tmp_path):
+    """A scan keeps the function around each allocation line and each call of a wrapper, as
+    a review's first look at a line outside its series finds it (SiteFinder.reachable()):
+    the first review after the scan reads none of those files for it, and says what a review
+    with no scan before it says."""
+    from wqlint import mail, review
+    from wqlint.scan import sites
+    write(tree, "drivers/wrap/wrap.c", "#include <linux/workqueue.h>\n\nstruct workqueue_struct *foo_alloc(int n)\n"
+                                       "{\n\treturn alloc_workqueue(\"wrap\", WQ_UNBOUND, n);\n}\n")
+    write(tree, "drivers/user/user.c", "void user_init(void)\n{\n\tq = foo_alloc(4);\n}\n")
+    write(tree, "drivers/other/other.c", "void other_init(void)\n{\n\tq = foo_alloc(2);\n"
+                                         "\tr = alloc_workqueue(\"other\", WQ_UNBOUND, 1);\n}\n")
+    patch = ("From: a <a@b>\nSubject: [PATCH] user: a thread per CPU\n\n---\n"
+             "diff --git a/drivers/user/user.c b/drivers/user/user.c\n"
+             "--- a/drivers/user/user.c\n+++ b/drivers/user/user.c\n"
+             "@@ -1,4 +1,4 @@\n void user_init(void)\n {\n-\tq = foo_alloc(4);\n"
+             "+\tq = foo_alloc(num_online_cpus());\n }\n")
+    series = mail.parse_series(patch.encode(), "p.patch")
+
+    def comments(root):
+        got = review.review(series, cat, tree=str(root), cache=True)
+        return [(c.path, c.line, c.finding.rule_id, [(s.path, s.line) for s in c.finding.chain])
+                for c in got.comments]
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
+    alone = tmp_path / "alone"
+    shutil.copytree(tree, alone)
+    time.sleep(0.4)
+    want = comments(alone)  # (no scan before it: it finds the functions itself)
+    assert [c[:3] for c in want] == [("drivers/user/user.c", 3, "unbound-max-active-cpu-count")]
+    found = store.Store(alone).open().enclosing
+    assert ("drivers/other/other.c", b"\tq = foo_alloc(2);") in found
+    assert ("drivers/other/other.c", b'\tr = alloc_workqueue("other", WQ_UNBOUND, 1);') in found
+    lint.scan([str(tree)], cat, CACHED)
+    kept = store.Store(tree).open().enclosing
+    assert {k: kept.get(k) for k in found} == found
+
+    def never(path, line_text):
+        raise AssertionError(f"{path} read again")
+    monkeypatch.setattr(sites, "_enclosing_name", never)
+    assert comments(tree) == want
+
+
 def test_a_file_rewritten_in_the_same_tick_is_looked_at_again(tree, cat, monkeypatch):
     """The first run walks the tree beside its first search: a file whose stamp is that
     recent is not trusted, so the same size and mtime with other bytes is still seen."""
