@@ -833,8 +833,8 @@ class Store:
                        cover=self.cover, lines=self.lines, bad=self.bad, enclosing=self.enclosing)
 
     def _forget(self, n: int) -> None:
-        """Drop the n least recently used names, their lines, and the scans resolved from
-        them."""
+        """Drop the n least recently used names, their lines, the functions found around
+        lines of files none of the names left is in, and the scans resolved from them."""
         self._changing()
         tokens = sorted({_token(k) for k in self._found}, key=lambda t: (self.age.get(t, 0), t))
         gone = set(tokens[:n])
@@ -843,6 +843,8 @@ class Store:
         self.age = {t: a for t, a in self.age.items() if t not in gone}
         wanted = {o for occ in self._found.values() for o in occ}
         self._lines = {k: v for k, v in self._lines.items() if k in wanted}
+        files = {rel for rel, _line in wanted}
+        self._enclosing = {k: v for k, v in self._enclosing.items() if k[0] in files}
         for key in [key for key, k in self.kept.items() if k.names & gone]:
             del self.scans[key], self.kept[key]
 
