@@ -631,6 +631,48 @@ def test_the_files_of_the_tree_that_flush_are_each_looked_up_once():
     assert calls.far_heads() == ("heads of", tuple(sorted(f"d/{n}.c" for n in names)))
 
 
+def test_the_files_taken_together_are_searched_as_the_tree_has_them_whatever_is_in_memory(tmp_path, monkeypatch):
+    """files_heads() of files one of which is held in memory (a review's patched file) runs
+    the search the tree's own files ask for, so that both sides of a review make it once
+    (tools.shared_searches()); the file in memory is read there, not on disk, and a file
+    the tree does not hold as a regular file (a link) is not searched on disk."""
+    from wqlint import tools
+    from wqlint.scan.index import TreeIndex
+    from wqlint.scan.subtext import SubsystemText
+    from wqlint.scan.treefiles import Overlay
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.c").write_text("int x_disk(void)\n{\n\treturn 0;\n}\n")
+    (tmp_path / "a" / "y.c").write_text("void y_flush(void)\n{\n}\nstatic void y_own(void)\n{\n}\n")
+    (tmp_path / "a" / "z.c").symlink_to(tmp_path / "a" / "y.c")
+    searched: list = []
+    run = tools.run
+
+    def recorded(argv, **kw):
+        searched.append(argv[argv.index("--") + 1:])
+        return run(argv, **kw)
+    monkeypatch.setattr(tools, "run", recorded)
+    files = ("a/x.c", "a/y.c")
+
+    def heads(index):
+        text = SubsystemText(index, [])
+        assert text.files_heads(files) is None
+        text.fetch()
+        got = text.files_heads(files)
+        return {name: [h[:2] for h in got.headers(name)] for name in ("x_disk", "x_memory", "y_flush", "y_own")}
+    assert heads(TreeIndex(tmp_path, jobs=1)) == \
+        {"x_disk": [("a/x.c", 1)], "x_memory": [], "y_flush": [("a/y.c", 1)], "y_own": []}
+    patched = Overlay(tmp_path, {"a/x.c": b"#include <a.h>\nint x_memory(void)\n{\n}\n",
+                                 "a/z.c": b"int z_memory(void)\n{\n}\n"})
+    assert heads(TreeIndex(tmp_path, jobs=1, files=patched)) == \
+        {"x_disk": [], "x_memory": [("a/x.c", 2)], "y_flush": [("a/y.c", 1)], "y_own": []}
+    assert searched == [["a/x.c", "a/y.c"], ["a/x.c", "a/y.c"]]
+    searched.clear()
+    files = ("a/y.c", "a/z.c")
+    assert heads(TreeIndex(tmp_path, jobs=1, files=patched))["y_flush"] == [("a/y.c", 1)]
+    assert searched == [["a/y.c"]]
+
+
 def test_a_step_out_waiting_for_a_search_asks_again_only_what_it_waits_for():
     """_stepsstep_out() of a function whose tables' functions are not all looked up yet is
     asked again in every round: its steps into other subsystems (the wide ones) are worked
