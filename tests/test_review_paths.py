@@ -211,3 +211,38 @@ def test_work_scheduled_before_a_flush_of_system_wq(repo, tmp_path):
     assert tail == ["introduced at drivers/pa/fq.c:18",
                     "this patch adds a step to the path (schedule_work() queues fq->work here): the flush of "
                     "system_wq now comes after work the schedule helpers queue, which it does not wait for"]
+
+
+def test_a_review_on_an_index_starts_the_search_of_the_files_that_flush_at_once(repo, tmp_path, monkeypatch):
+    """With the tree's index, the files that flush are known before the sites are resolved:
+    their search, the first the work model asks, is started then, in a thread of its own,
+    and made once for both sides of the review, which says what it says without it."""
+    import threading
+
+    from wqlint import tools
+    from wqlint.scan import engine
+
+    made: list = []  # (the thread that ran it, argv)
+    finish = tools._finish
+
+    def counted(proc, argv, *more):
+        made.append((threading.current_thread().name, tuple(argv)))
+        return finish(proc, argv, *more)
+    monkeypatch.setattr(tools, "_finish", counted)
+    repo.edit(PA, "\tpa->state = 0;\n", "\tpa->state = 0;\n\tpa_quiesce(pa);\n")
+    repo.commit("pa: quiesce on stop")
+    (patch,) = repo.format_patch(tmp_path / "out", "paths")
+    first = run("review", patch, "--tree", TREE, "-j", "1")
+    del made[:]
+    warm = run("review", patch, "--tree", TREE, "-j", "1")
+    ahead = [argv for name, argv in made if name == "wqlint-prefetch"]
+    assert len(ahead) == 1 and "--byte-offset" in ahead[0] and PA in ahead[0]
+    assert [argv for _name, argv in made].count(ahead[0]) == 1
+    searches = sorted(argv for _name, argv in made)
+    monkeypatch.setattr(engine.Engine, "_prefetch_far", lambda self: None)
+    del made[:]
+    without = run("review", patch, "--tree", TREE, "-j", "1")
+    assert [name for name, _argv in made if name == "wqlint-prefetch"] == []
+    assert sorted(argv for _name, argv in made) == searches
+    assert (warm.exit_code, warm.stdout) == (without.exit_code, without.stdout) == (first.exit_code, first.stdout)
+    assert warm.stdout.startswith(f"drivers/pa/pa.c:24:2: {RECLAIM}")

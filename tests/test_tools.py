@@ -289,6 +289,47 @@ def test_a_shared_search_that_fails_fails_for_both(monkeypatch):
     assert len(made) == 1
 
 
+def test_a_search_prefetched_is_the_answer_of_its_takers(monkeypatch):
+    """prefetch() starts a search inside shared_searches() for the scans that ask it after:
+    it is made once, while the caller goes on, and is theirs as if one had made it; once
+    under way it is not started again; outside, nothing is started."""
+    import time
+
+    from wqlint import tools
+
+    made = _counting(monkeypatch)
+    ask = ["sh", "-c", "sleep 0.3; echo found"]
+    assert tools.prefetch(ask, timeout=10) is False and made == []
+    with tools.shared_searches():
+        began = time.monotonic()
+        assert tools.prefetch(ask, timeout=10) is True
+        assert time.monotonic() - began < 0.2  # (not waited for)
+        assert tools.prefetch(ask, timeout=10) is False
+        got = [tools.run(ask, timeout=10, search=True) for _ in range(2)]
+        assert [g.stdout for g in got] == [b"found\n"] * 2 and len(made) == 1
+        tools.run(ask, timeout=10, search=True)
+        assert len(made) == 2  # (both took the one prefetched: let go)
+
+
+def test_a_prefetched_search_that_fails_fails_for_its_takers(monkeypatch, capfd):
+    """A prefetched search's error is its takers' (a ToolError), whatever went wrong in the
+    thread that made it: nothing is printed from there."""
+    from wqlint import tools
+
+    with tools.shared_searches():
+        assert tools.prefetch(["sh", "-c", "sleep 5"], timeout=0.3)
+        with pytest.raises(tools.ToolError, match="no answer in"):
+            tools.run(["sh", "-c", "sleep 5"], timeout=0.3, search=True)
+
+        def broken(*args, **kwargs):
+            raise ValueError("a bug")
+        monkeypatch.setattr(tools, "_finish", broken)
+        assert tools.prefetch(["sh", "-c", "true"], timeout=10)
+        with pytest.raises(tools.ToolError, match="search: a bug"):
+            tools.run(["sh", "-c", "true"], timeout=10, search=True)
+    assert capfd.readouterr().err == ""
+
+
 def test_a_worker_forked_inside_shared_searches_runs_its_own(monkeypatch):
     """A forked worker never waits for a search of its parent's (no thread there answers)."""
     from wqlint import tools

@@ -116,10 +116,9 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
     nothing: inside shared_searches(), made once for the scans that ask it."""
     shared = _shared
     if search and shared is not None and shared.pid == os.getpid():
-        key = (tuple(os.fspath(a) for a in argv), os.fspath(cwd) if cwd is not None else None, input,
-               tuple(sorted((env or {}).items())), text, limit)
-        return shared.run(key, lambda: run(argv, timeout=timeout, what=what, cwd=cwd, input=input, env=env,
-                                           text=text, limit=limit))
+        return shared.run(_key(argv, cwd, input, env, text, limit),
+                          lambda: run(argv, timeout=timeout, what=what, cwd=cwd, input=input, env=env,
+                                      text=text, limit=limit))
     argv = _argv(argv)
     what = what or os.path.basename(argv[0])
     # The program found here, where it names itself (which()); argv[0] stays as given, as
@@ -138,6 +137,24 @@ def run(argv: list, *, timeout: float, what: str | None = None, cwd=None, input:
     finally:
         with _registry():
             _running.discard(proc.pid)
+
+
+def prefetch(argv: list, *, timeout: float, what: str | None = None, cwd=None, input: bytes | None = None,
+             limit: int | None = None) -> bool:
+    """Inside shared_searches(): start the search run(argv, ..., search=True) would make, in a
+    thread of its own, for the scans that will ask it (its answer is theirs, as if one of
+    them had made it); False, and nothing started, outside or when it is made or under way."""
+    shared = _shared
+    if shared is None or shared.pid != os.getpid():
+        return False
+    return shared.start(_key(argv, cwd, input, None, False, limit),
+                        lambda: run(argv, timeout=timeout, what=what, cwd=cwd, input=input, limit=limit))
+
+
+def _key(argv: list, cwd, input: bytes | None, env: dict | None, text: bool, limit: int | None) -> tuple:
+    """What makes two searches one (shared_searches())."""
+    return (tuple(os.fspath(a) for a in argv), os.fspath(cwd) if cwd is not None else None, input,
+            tuple(sorted((env or {}).items())), text, limit)
 
 
 class _Answer:
@@ -159,6 +176,30 @@ class _Shared:
         self.lock = threading.Lock()
         self.answers: dict = {}  # key -> _Answer
 
+    def start(self, key: tuple, make) -> bool:
+        """The answer to key made in a thread of its own, unless it is made or under way."""
+        with self.lock:
+            if key in self.answers:
+                return False
+            got = self.answers[key] = _Answer()
+        threading.Thread(target=self._make, args=(got, make, True), name="wqlint-prefetch", daemon=True).start()
+        return True
+
+    @staticmethod
+    def _make(got: _Answer, make, apart: bool = False) -> None:
+        """got's answer, make(). apart: in a thread of its own, with no caller to raise to:
+        whatever goes wrong is the answer."""
+        try:
+            got.result = make()
+        except ToolError as exc:
+            got.result = exc
+        except Exception as exc:
+            if not apart:
+                raise
+            got.result = ToolError(f"search: {exc}")
+        finally:
+            got.made.set()
+
     def run(self, key: tuple, make) -> subprocess.CompletedProcess:
         with self.lock:
             got = self.answers.get(key)
@@ -166,12 +207,7 @@ class _Shared:
             if got is None:
                 got = self.answers[key] = _Answer()
         if mine:
-            try:
-                got.result = make()
-            except ToolError as exc:
-                got.result = exc
-            finally:
-                got.made.set()
+            self._make(got, make)
         else:
             got.made.wait()
         with self.lock:

@@ -48,6 +48,22 @@ _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
 
 
+
+def far_files(index, found: Optional[dict] = None) -> Optional[tuple]:
+    """The .c files of the tree that make a flush (api.FLUSH_CALLS by name), whose functions
+    are Calls.far_heads(); None while the index has not searched for every flush. found:
+    {name of a flush: its files}, kept by the caller while one is not searched yet (each
+    name's files are then worked out once, though asked for again for every body)."""
+    found = {} if found is None else found
+    for name in _FLUSH_NAME_LIST:
+        if name not in found:
+            occ = index.occurrences(name)
+            if occ is not None:
+                found[name] = {rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<")}
+    if len(found) < len(_FLUSH_NAME_LIST):
+        return None
+    return tuple(sorted(set().union(*found.values()))[:MAX_FAR_FILES])
+
 class Calls:
     """The functions of a tree as scan.work follows them from a work function to a flush."""
 
@@ -173,16 +189,9 @@ class Calls:
         if self._far is not None:
             return self._far
         if self._far_files is None:  # worked out once: every body looked at asks
-            # (each name's files once: asked again for every body while one is not searched yet)
-            found = self._far_found
-            for name in _FLUSH_NAME_LIST:
-                if name not in found:
-                    occ = self.index.occurrences(name)
-                    if occ is not None:
-                        found[name] = {rel for rel, _line in occ if rel.endswith(".c") and not rel.startswith("<")}
-            if len(found) < len(_FLUSH_NAME_LIST):
+            self._far_files = far_files(self.index, self._far_found)
+            if self._far_files is None:
                 return None
-            self._far_files = tuple(sorted(set().union(*found.values()))[:MAX_FAR_FILES])
         found = self.text.files_heads(self._far_files)
         if found is None:
             return None

@@ -30,8 +30,10 @@ from wqlint.scan.treeapi import TreeApi, declared_queues, helper_queues, kernel_
 from wqlint.scan.uses import QueueUses
 from wqlint.scan.values import evaluate
 from wqlint.scan.assumed import unblocked
+from wqlint.scan.calls import far_files
 from wqlint.scan.cancels import Cancels
 from wqlint.scan import parser, shares
+from wqlint.scan.subtext import prefetch_files_heads
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
@@ -177,6 +179,15 @@ class Engine:
             self.index.release_sources()  # (the cancels of the flows' works read few files)
         return Cancels(model).with_cancels(flows) if flows else flows, waits
 
+    def _prefetch_far(self) -> None:
+        """The search of the functions of the files that flush (scan.calls.far_files()), which the
+        work model asks first, started before the sites are resolved: known from the index,
+        it then runs beside them. Started only where it is shared (a review's two scans:
+        tools.shared_searches()); on linux-source-7.3 it takes some 0.12 s."""
+        files = far_files(self.index)
+        if files is not None:
+            prefetch_files_heads(self.index, files)
+
     def _work_model(self, sites) -> WorkModel:
         """The one work model of a scan (scan.work): the searches and answers of the flows'
         rules serve the waits' too."""
@@ -246,6 +257,8 @@ class Engine:
                 [] if "flow" in self.options.unread else [c.name for c in api.FLUSH_CALLS]) + (
                 [] if "wait" in self.options.unread else list(api.SELF_WAITS)):
             self.index.occurrences(name)
+        if works and self.focus.files is not None:
+            self._prefetch_far()
         sites = self.sites()
         bits = self.api.bits()
         uses = self.uses()

@@ -151,18 +151,17 @@ class SubsystemText:
         index = self.index
         if only is not None:
             dirs = [""]
-            files = {"": [r for r in only if not r.startswith("<")]}
+            on_disk, memory, paths = _taken_together(index, only)
         else:
             files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
-        # Files read from memory (a patched file, a preprocessed unit) are searched there.
-        memory = [r for d in dirs for r in files[d] if index.shadowed(r) or r in index.preloaded]
-        on_disk = {r for d in dirs for r in files[d]} - set(memory)
+            # Files read from memory (a patched file, a preprocessed unit) are searched there.
+            memory = [r for d in dirs for r in files[d] if _in_memory(index, r)]
+            on_disk = {r for d in dirs for r in files[d]} - set(memory)
+            paths = [d or "." for d in dirs if files[d]]
         index.searched.update(on_disk)
         out = []
         rg = tools.which("rg")
         if rg and on_disk:
-            paths = sorted(on_disk | self._on_disk_too(memory)) if only is not None \
-                else [d or "." for d in dirs if files[d]]
             if fixed:
                 out = [hit for hit in self._ripgrep(rg, paths, patterns, fixed) if hit[0] in on_disk]
             else:
@@ -191,39 +190,14 @@ class SubsystemText:
                 offset += len(content) + 1
         return out
 
-    def _on_disk_too(self, memory: list) -> set:
-        """The files of memory that a search of files taken together (files_heads()) reads on
-        disk too, its lines there left out: those the tree holds as regular files. The search
-        is then the one the tree's own files ask for: both sides of a review, one with a
-        patched file in memory, make it once (tools.shared_searches(); on linux-source-7.3
-        some 1,000 files and 1.4 MB of output)."""
-        got = set()
-        for rel in memory:
-            try:
-                if stat.S_ISREG(os.lstat(self.index.root / rel).st_mode):
-                    got.add(rel)
-            except OSError:
-                continue
-        return got
-
     def _ripgrep(self, rg: str, paths: list, patterns: list, fixed: bool, heads: Optional[dict] = None,
                  kept: Optional[set] = None, together: bool = False, heading: bool = True) -> list:
         # The headers' search prints each file's name once, before its lines (--heading): a
         # third of the output, where a subsystem has hundreds of thousands of such lines.
         heading = heading and not fixed
-        args = [rg, "-n", "--with-filename", "--heading" if heading else "--no-heading", "--null", "--no-ignore",
-                "--binary", "--max-depth", "1", "--threads", str(self.index.jobs), "-g", "*.c", "-g", "*.h"]
-        if fixed:
-            args += ["-F"]
-            text = "\n".join(patterns)
-        else:
-            args += ["--byte-offset"]
-            # files taken together (files_heads()): only what other files can call
-            text = "\n".join(["(?-u)" + EXTERN_HEADER + r"[^;]*$"] if together
-                             else ["(?-u)" + HEADER + r"[^;]*$", "(?-u)" + INIT])
-        args += ["-f", "-", "--"] + paths
+        args, text = _ripgrep_args(rg, self.index.jobs, paths, patterns, fixed, together, heading)
         try:
-            proc = tools.run(args, cwd=self.index.root, input=(text + "\n").encode(), timeout=SEARCH_TIMEOUT,
+            proc = tools.run(args, cwd=self.index.root, input=text, timeout=SEARCH_TIMEOUT,
                              what="ripgrep", limit=MAX_SEARCH_OUTPUT, search=True)
         except tools.ToolError as exc:
             self.index.search_failed(self.index.root, str(exc))
@@ -362,6 +336,58 @@ def _add_file(named: dict, num: bytes, records) -> None:
 
 # What _heads() reads of the output at a time.
 _SLICE = 1 << 20
+
+
+
+def prefetch_files_heads(index, files: tuple) -> None:
+    """Start the search of SubsystemText.files_heads(files), for the scans of a review that
+    will ask it (tools.prefetch()): it runs while they resolve their allocation sites."""
+    rg = tools.which("rg")
+    on_disk, _memory, paths = _taken_together(index, list(files))
+    if rg and on_disk:
+        args, text = _ripgrep_args(rg, index.jobs, paths, [], fixed=False, together=True, heading=True)
+        tools.prefetch(args, cwd=index.root, input=text, timeout=SEARCH_TIMEOUT, what="ripgrep",
+                       limit=MAX_SEARCH_OUTPUT)
+
+
+def _taken_together(index, only: list) -> tuple:
+    """(the files of only searched on disk, those read from memory, the paths ripgrep is given)
+    of files taken together (files_heads()). A file held in memory is searched on disk too,
+    its lines there left out, where the tree holds it as a regular file: the search is then
+    the one the tree's own files ask for, made once for both sides of a review
+    (tools.shared_searches(); on linux-source-7.3 some 1,000 files, 1.4 MB of output)."""
+    files = [r for r in only if not r.startswith("<")]
+    memory = [r for r in files if _in_memory(index, r)]
+    on_disk = set(files) - set(memory)
+    also = set()
+    for rel in memory:
+        try:
+            if stat.S_ISREG(os.lstat(index.root / rel).st_mode):
+                also.add(rel)
+        except OSError:
+            continue
+    return on_disk, memory, sorted(on_disk | also)
+
+
+def _in_memory(index, rel: str) -> bool:
+    """Is rel searched in memory (a patched file, a preprocessed unit), not on disk?"""
+    return index.shadowed(rel) or rel in index.preloaded
+
+
+def _ripgrep_args(rg: str, jobs: int, paths: list, patterns: list, fixed: bool, together: bool,
+                  heading: bool) -> tuple:
+    """(argv, stdin) of a search of SubsystemText (see _ripgrep)."""
+    args = [rg, "-n", "--with-filename", "--heading" if heading else "--no-heading", "--null", "--no-ignore",
+            "--binary", "--max-depth", "1", "--threads", str(jobs), "-g", "*.c", "-g", "*.h"]
+    if fixed:
+        args += ["-F"]
+        text = "\n".join(patterns)
+    else:
+        args += ["--byte-offset"]
+        # files taken together (files_heads()): only what other files can call
+        text = "\n".join(["(?-u)" + EXTERN_HEADER + r"[^;]*$"] if together
+                         else ["(?-u)" + HEADER + r"[^;]*$", "(?-u)" + INIT])
+    return args + ["-f", "-", "--"] + paths, (text + "\n").encode()
 
 
 class Heads:
