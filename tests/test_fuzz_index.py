@@ -34,6 +34,7 @@ from test_fuzz import GENERATED, JSON  # noqa: E402  (the profile, the counter, 
 from test_robust import DRIVER, tiny_tree, tree_hash  # noqa: E402
 
 from wqlint.scan import codec, store  # noqa: E402
+from wqlint.scan.digests import Digests  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # Each run: at most this much address space and this many seconds.
@@ -92,10 +93,13 @@ def accepted(lines: list) -> bool:
     first = lines[0]
     try:
         if type(first) is not dict or set(first) != {"wqlint", "code", "root", "gen", "files", "stamps", "unknown",
-                                                     "answers", "age"} or type(first["gen"]) is not int \
-                or type(first["age"]) is not dict or any(type(a) is not int for a in first["age"].values()):
+                                                     "seen", "answers", "age"} or type(first["gen"]) is not int \
+                or type(first["age"]) is not dict or any(type(a) is not int for a in first["age"].values()) \
+                or type(first["seen"]) is not str:
             return False
-        store.stamps_from(first["files"], first["stamps"], first["unknown"])
+        stamps = store.stamps_from(first["files"], first["stamps"], first["unknown"])
+        if any(type(d) is not str or stamps.get(rel, 0) is not None for rel, d in Digests(first["seen"]).items()):
+            return False
         store._codec(store.Answers).decode(first["answers"])
         for kind, line in zip(_kinds(len(lines))[1:], lines[1:]):
             store._codec(kind).decode(line)

@@ -1099,6 +1099,40 @@ def settled(root: Path, rel: str, text: str) -> None:
     time.sleep(0.4)
 
 
+def test_a_file_stamped_since_with_the_bytes_last_seen_costs_one_read(tree, cat, monkeypatch):
+    """A file scanned at once after it was written has no stamp in the index, only the digest
+    of the bytes its answers are of (seen). The next run that finds it stamped with those
+    bytes decodes no answer and writes no index: there is nothing to bring up to date; the
+    stamp is written with the next change. Other bytes there are a change, as ever."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
+    time.sleep(0.4)
+    lint.scan([str(tree)], cat, CACHED)
+    edited = SUPER_C.replace("info->nthreads", "info->nthreads + 1")
+    (tree / "fs/foo/super.c").write_text(edited)  # (scanned at once: too recent a stamp)
+    first = lint.scan([str(tree)], cat, CACHED)
+    doc = stored(tree)
+    assert "fs/foo/super.c" in stamped(doc)[1]
+    assert doc["first"]["seen"] == "fs/foo/super.c//" + store.digest(edited.encode())
+    written = store.Store(tree).path.read_bytes()
+    time.sleep(0.4)
+    later = store.Store(tree).open()
+    assert later.changed == set() and later._undecoded and not later.unsaved
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(first)
+    assert store.Store(tree).path.read_bytes() == written
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))  # (another change: written)
+    assert shape(lint.scan([str(tree)], cat, CACHED)) == shape(lint.scan([str(tree)], cat))
+    doc = stored(tree)
+    assert "fs/foo/super.c" in stamped(doc)[0] and "fs/foo/super.c" not in doc["first"]["seen"]
+    assert doc["first"]["seen"] == "fs/foo/init.c//" + store.digest(INIT_C.replace("num_online_cpus()", "4").encode())
+    (tree / "fs/foo/super.c").write_text(SUPER_C)
+    lint.scan([str(tree)], cat, CACHED)
+    (tree / "fs/foo/super.c").write_text(edited.replace("+ 1", "+ 2"))  # (the same stamp, other bytes)
+    time.sleep(0.4)
+    again = store.Store(tree).open()
+    assert again.changed == {"fs/foo/super.c"}
+    assert shape(lint.scan([str(tree)], cat, CACHED)) == shape(lint.scan([str(tree)], cat))
+
+
 def kept_only(monkeypatch, root: Path, cat):
     """A scan with the index that must take the scan it keeps: no site is resolved again."""
     from wqlint.scan.sites import SiteFinder
