@@ -374,29 +374,32 @@ def test_review_sees_a_wrapper_renamed_between_runs(tree, cat):
     """A review looks at an allocation outside the patched files' subsystems only inside a
     function the patched files name; the index keeps which function each such line is in,
     for the file as it was: renaming the function must be seen."""
-    from wqlint import mail, review
     wrap = ("#include <linux/workqueue.h>\n\nstruct workqueue_struct *{name}(int n)\n{{\n"
             "\treturn alloc_workqueue(\"wrap\", WQ_UNBOUND, n);\n}}\n")
     write(tree, "drivers/wrap/wrap.c", wrap.format(name="bar_alloc"))
-    user = "void user_init(void)\n{\n\tq = foo_alloc(4);\n}\n"
-    write(tree, "drivers/user/user.c", user)
+    write(tree, "drivers/user/user.c", USER_C)
+    assert _user_comments(tree, cat, True) == _user_comments(tree, cat, False) == []
+    write(tree, "drivers/wrap/wrap.c", wrap.format(name="foo_alloc"))
+    want = _user_comments(tree, cat, False)
+    assert [c[:3] for c in want] == [("drivers/user/user.c", 3, "unbound-max-active-cpu-count")]
+    assert _user_comments(tree, cat, True) == want
+    assert _user_comments(tree, cat, True) == want
+
+
+USER_C = "void user_init(void)\n{\n\tq = foo_alloc(4);\n}\n"
+
+
+def _user_comments(root: Path, cat, cache: bool) -> list:
+    """The comments of a review of root with a patch making USER_C's foo_alloc() a thread
+    per CPU: (path, line, rule, [(path, line) of its chain])."""
+    from wqlint import mail, review
     patch = ("From: a <a@b>\nSubject: [PATCH] user: a thread per CPU\n\n---\n"
              "diff --git a/drivers/user/user.c b/drivers/user/user.c\n"
              "--- a/drivers/user/user.c\n+++ b/drivers/user/user.c\n"
              "@@ -1,4 +1,4 @@\n void user_init(void)\n {\n-\tq = foo_alloc(4);\n"
              "+\tq = foo_alloc(num_online_cpus());\n }\n")
-    series = mail.parse_series(patch.encode(), "p.patch")
-
-    def comments(cache):
-        got = review.review(series, cat, tree=str(tree), cache=cache)
-        return [(c.path, c.line, c.finding.rule_id, [(s.path, s.line) for s in c.finding.chain])
-                for c in got.comments]
-    assert comments(True) == comments(False) == []
-    write(tree, "drivers/wrap/wrap.c", wrap.format(name="foo_alloc"))
-    want = comments(False)
-    assert [c[:3] for c in want] == [("drivers/user/user.c", 3, "unbound-max-active-cpu-count")]
-    assert comments(True) == want
-    assert comments(True) == want
+    got = review.review(mail.parse_series(patch.encode(), "p.patch"), cat, tree=str(root), cache=cache)
+    return [(c.path, c.line, c.finding.rule_id, [(s.path, s.line) for s in c.finding.chain]) for c in got.comments]
 
 
 def test_a_review_after_a_scan_reads_no_file_to_skip_it(tree, cat, monkeypatch, tmp_path):
@@ -404,29 +407,17 @@ def test_a_review_after_a_scan_reads_no_file_to_skip_it(tree, cat, monkeypatch, 
     a review's first look at a line outside its series finds it (SiteFinder.reachable()):
     the first review after the scan reads none of those files for it, and says what a review
     with no scan before it says."""
-    from wqlint import mail, review
     from wqlint.scan import sites
     write(tree, "drivers/wrap/wrap.c", "#include <linux/workqueue.h>\n\nstruct workqueue_struct *foo_alloc(int n)\n"
                                        "{\n\treturn alloc_workqueue(\"wrap\", WQ_UNBOUND, n);\n}\n")
-    write(tree, "drivers/user/user.c", "void user_init(void)\n{\n\tq = foo_alloc(4);\n}\n")
+    write(tree, "drivers/user/user.c", USER_C)
     write(tree, "drivers/other/other.c", "void other_init(void)\n{\n\tq = foo_alloc(2);\n"
                                          "\tr = alloc_workqueue(\"other\", WQ_UNBOUND, 1);\n}\n")
-    patch = ("From: a <a@b>\nSubject: [PATCH] user: a thread per CPU\n\n---\n"
-             "diff --git a/drivers/user/user.c b/drivers/user/user.c\n"
-             "--- a/drivers/user/user.c\n+++ b/drivers/user/user.c\n"
-             "@@ -1,4 +1,4 @@\n void user_init(void)\n {\n-\tq = foo_alloc(4);\n"
-             "+\tq = foo_alloc(num_online_cpus());\n }\n")
-    series = mail.parse_series(patch.encode(), "p.patch")
-
-    def comments(root):
-        got = review.review(series, cat, tree=str(root), cache=True)
-        return [(c.path, c.line, c.finding.rule_id, [(s.path, s.line) for s in c.finding.chain])
-                for c in got.comments]
     monkeypatch.setattr(store, "RACY_NS", 300_000_000)  # (the files' ctime is now)
     alone = tmp_path / "alone"
     shutil.copytree(tree, alone)
     time.sleep(0.4)
-    want = comments(alone)  # (no scan before it: it finds the functions itself)
+    want = _user_comments(alone, cat, True)  # (no scan before it: it finds the functions itself)
     assert [c[:3] for c in want] == [("drivers/user/user.c", 3, "unbound-max-active-cpu-count")]
     found = store.Store(alone).open().enclosing
     assert ("drivers/other/other.c", b"\tq = foo_alloc(2);") in found
@@ -438,7 +429,7 @@ def test_a_review_after_a_scan_reads_no_file_to_skip_it(tree, cat, monkeypatch, 
     def never(path, line_text):
         raise AssertionError(f"{path} read again")
     monkeypatch.setattr(sites, "_enclosing_name", never)
-    assert comments(tree) == want
+    assert _user_comments(tree, cat, True) == want
 
 
 def test_a_file_rewritten_in_the_same_tick_is_looked_at_again(tree, cat, monkeypatch):

@@ -218,8 +218,9 @@ class SiteFinder:
         if (not mine and not name_only and scope.kind != "macro") or not scope.name or scope.kind == "file" \
                 or depth >= MAX_WRAPPER_DEPTH:
             return [_site(entry, call, chunk, flags, max_active, prefix, via, args_at, scope, name)]
+        keep = self.reachable if self.focus.files is not None else self._noted
         callers = self.resolver.functions.call_sites(scope.name, scope.src, scope.static and scope.kind == "function",
-                                                     keep=self.reachable if self.focus.files is not None else self._noted)
+                                                     keep=keep)
         out = []
         flags_here = scope.kind == "function" and not any(p.function == scope.name for p in params(flags))
         # The parts decided in this function: a site here has them (rules reading only those
