@@ -1122,6 +1122,12 @@ def test_a_file_stamped_since_with_the_bytes_last_seen_costs_one_read(tree, cat,
     again = store.Store(tree).open()
     assert again.changed == {"fs/foo/super.c"}
     assert shape(lint.scan([str(tree)], cat, CACHED)) == shape(lint.scan([str(tree)], cat))
+    (tree / "lib/other").mkdir(parents=True)
+    (tree / "lib/other/other.c").write_text("int other;\n")  # (no kept scan reads it)
+    lint.scan([str(tree)], cat, CACHED)
+    assert "lib/other/other.c//" in stored(tree)["first"]["seen"]
+    time.sleep(0.4)
+    assert store.Store(tree).open().changed == {"lib/other/other.c"}  # (the description's to tell)
 
 
 def kept_only(monkeypatch, root: Path, cat):

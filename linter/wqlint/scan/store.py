@@ -557,15 +557,21 @@ class Store:
 
     def _settled(self, changed: set, now: dict) -> dict:
         """{rel: digest} of the files of changed whose stamp the index did not know, and whose
-        bytes are those its answers are of (seen): there is nothing to bring up to date (the
+        bytes are those its answers are of (seen) and those that every kept scan that read
+        or searched them judged (one at least): there is nothing to bring up to date (the
         run after one that met a file written within RACY_NS, as after an edit scanned at
         once, would otherwise decode every answer and write the index again: on
-        linux-source-7.3 some 0.2 s)."""
+        linux-source-7.3 some 0.2 s). A file no kept scan read, or one rewritten while a
+        scan ran, is looked at as any changed file."""
         got: dict = {}
         real_dirs: dict = {}
+        live = [k for k in self.kept.values() if not k.rest]
         for rel in sorted(changed):
             then = self.seen.get(rel)
             if then is None or rel not in now or self.stamps.get(rel, 0) is not None:
+                continue
+            judged = {files[rel] for k in live for files in (k.read, k.searched) if rel in files}
+            if judged != {then}:
                 continue
             try:
                 data = safeio.read_bytes(self.root / rel, MAX_FILE_BYTES, self.root, real_dirs)
