@@ -48,7 +48,6 @@ _PENDING = object()  # an answer that takes a search not made yet
 _FAR = 1 << 30  # no flush within reach
 
 
-
 def far_files(index, found: Optional[dict] = None) -> Optional[tuple]:
     """The .c files of the tree that make a flush (api.FLUSH_CALLS by name), whose functions
     are Calls.far_heads(); None while the index has not searched for every flush. found:
@@ -63,6 +62,7 @@ def far_files(index, found: Optional[dict] = None) -> Optional[tuple]:
     if len(found) < len(_FLUSH_NAME_LIST):
         return None
     return tuple(sorted(set().union(*found.values()))[:MAX_FAR_FILES])
+
 
 class Calls:
     """The functions of a tree as scan.work follows them from a work function to a flush."""
