@@ -1234,6 +1234,25 @@ def test_an_edit_undone_at_once_takes_the_scan_kept_before_it(tree, cat, monkeyp
         assert shape(kept_only(monkeypatch, tree, cat)) == shape(first)
 
 
+def test_an_edit_undone_after_a_touch_scanned_at_once_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
+    """A file touched and scanned at once has no stamp in the index; the next run finds it
+    stamped with the bytes seen, and an edit of another file in that run puts the scan aside:
+    undoing the edit takes it again (the touched file is one of those it waits for, with
+    its bytes, not with the stamp it had none of)."""
+    monkeypatch.setattr(store, "RACY_NS", 300_000_000)
+    time.sleep(0.4)
+    first, _ = both(tree, cat)
+    os.utime(tree / "fs/foo/super.c")
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(first)
+    assert "fs/foo/super.c" in stamped(stored(tree))[1]
+    time.sleep(0.4)
+    write(tree, "fs/foo/init.c", INIT_C.replace("num_online_cpus()", "4"))
+    edited, _ = both(tree, cat)
+    assert cpu_findings(edited) == []
+    write(tree, "fs/foo/init.c", INIT_C)
+    assert shape(kept_only(monkeypatch, tree, cat)) == shape(first)
+
+
 @pytest.mark.parametrize("meanwhile", ["edited", "added"])
 def test_an_edit_undone_while_another_file_changed_is_resolved_again(tree, cat, monkeypatch, meanwhile):
     """The scan put aside is of the tree as it was: undoing the edit while another file was

@@ -547,9 +547,12 @@ class Store:
         self._enclosing = {k: v for k, v in self._enclosing.items() if k not in gone}
         if self.dirty or len(self._enclosing) != enclosing:
             self._answers_json = None
+        # (a file settled by its digest is one a scan put aside waits for, with those bytes:
+        # the stamp the index had for it was none)
+        settled = self._settled_now
         if self.dirty:
-            self._shelve(old, changed, gone)
-        self._unshelve(now, digests)
+            self._shelve(old, changed | settled.keys(), gone)
+        self._unshelve(now, {**settled, **digests})
         aside = sorted((place for place, k in self.kept.items() if k.rest), key=lambda p: -self.kept[p].used)
         for place in aside[MAX_ASIDE:]:  # (the least recently used go)
             del self.scans[place], self.kept[place]
