@@ -150,7 +150,6 @@ class SubsystemText:
         with only, {'': Heads} for all of them) instead."""
         index = self.index
         if only is not None:
-            dirs = [""]
             on_disk, memory, paths = _taken_together(index, only)
         else:
             files = {d: [r for r in index.dir_files(d, recursive=False) if not r.startswith("<")] for d in dirs}
