@@ -1191,6 +1191,43 @@ def test_a_function_defined_in_a_file_the_scan_searched_but_never_read(tables, c
     assert flows_of(got) == [("fs/afs/file.c", 16, 2), ("fs/afs/file.c", 35, 1)]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_scan_after_an_edit_answers_at_once_what_the_scan_before_asked(tables, cat, monkeypatch, jobs):
+    """A scan keeps what each part of its work model asked of the subsystems' text (the
+    flows', and the waits' found in a worker of their own with two jobs). The scan after an
+    edit of a file it read answers those questions before the model starts: the flows are
+    then followed once, where the scan before went round after round as each answer came,
+    and found as a scan without the index finds them."""
+    from wqlint.scan import subtext, work
+
+    time.sleep(0.4)  # (the files' stamps trusted: the edit alone changes the tree)
+    passes: list = []
+    follow = work.WorkModel._flows
+
+    def counted(self, wanted):
+        passes.append(self.text.rounds)
+        return follow(self, wanted)
+    monkeypatch.setattr(work.WorkModel, "_flows", counted)
+    options = ScanOptions(store=True, jobs=jobs)
+    first = lint.scan([str(tables)], cat, options)
+    assert flows_of(first) == [("fs/afs/file.c", 16, 2)]
+    assert len(passes) > 1
+    (kept,) = store.Store(tables).open().kept.values()
+    asked = subtext.questions_of(kept.questions)
+    assert ("h", "drivers/tgt") in asked["flows"] and ("h", "fs/afs") in asked["flows"]
+    assert ("c", "fs/afs") in asked["waits"]  # (with two jobs, told by its worker)
+    settled(tables, "drivers/tgt/io.c", "/* edited */\n" + (tables / "drivers/tgt/io.c").read_text())
+    passes.clear()
+    got = lint.scan([str(tables)], cat, options)
+    assert passes == [passes[0]] and passes[0] > 0  # (answered before the first pass)
+    assert shape(got) == shape(lint.scan([str(tables)], cat)) and flows_of(got) == flows_of(first)
+    passes.clear()
+    monkeypatch.setattr(subtext.SubsystemText, "prefetch", lambda self, questions: None)
+    settled(tables, "drivers/tgt/io.c", "/* again */\n" + (tables / "drivers/tgt/io.c").read_text())
+    assert shape(lint.scan([str(tables)], cat, options)) == shape(lint.scan([str(tables)], cat))
+    assert len(passes) > 1  # (without them, round after round)
+
+
 def test_an_edit_undone_takes_the_scan_kept_before_it(tree, cat, monkeypatch):
     """The scan of the tree before an edit is put aside when the edit makes it stale, and
     taken again, without resolving anything, once the file has its bytes again and no other

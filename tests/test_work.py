@@ -673,6 +673,44 @@ def test_the_files_taken_together_are_searched_as_the_tree_has_them_whatever_is_
     assert searched == [["a/y.c"]]
 
 
+def test_the_questions_a_kept_scan_asked_are_data(monkeypatch):
+    """What a kept scan's work model asked of the subsystems' text (read back from the
+    index) is taken only in the shapes SubsystemText asks, at most MAX_QUESTIONS of a part;
+    anything else is no question at all. Answered at once, a question is searched only
+    for a directory holding a file the walk of the tree listed, and files taken together
+    only when the walk listed each: a directory outside the tree or gone is not searched."""
+    import json
+    from types import SimpleNamespace
+    from wqlint.scan import subtext
+
+    good = {"flows": [["h", "fs/afs"], ["c", "fs/afs"], ["w", "fs/afs", "afs_wq"], ["f", "fs/afs/file.c"]],
+            "waits": [["h", "fs/bfs"]]}
+    assert subtext.questions_of(json.dumps(good)) == {
+        "flows": [("h", "fs/afs"), ("c", "fs/afs"), ("w", "fs/afs", "afs_wq"), ("f", "fs/afs/file.c")],
+        "waits": [("h", "fs/bfs")]}
+    assert json.loads(subtext.questions_text({"flows": {("h", "b"), ("h", "a")}, "other": {("h", "c")}})) == \
+        {"flows": [["h", "a"], ["h", "b"]]}
+    for bad in ("", "nothing", "[]", '{"cancels": []}', '{"flows": {}}', '{"flows": [["h"]]}',
+                '{"flows": [["h", "a", "b"]]}', '{"flows": [["w", "a", "x y"]]}', '{"flows": [["x", "a"]]}',
+                '{"flows": [["h", 1]]}', '{"flows": [["f"]]}', '{"flows": ["h"]}'):
+        assert subtext.questions_of(bad) == {}, bad
+    many = json.dumps({"flows": [["h", f"d{n}"] for n in range(subtext.MAX_QUESTIONS + 5)]})
+    assert len(subtext.questions_of(many)["flows"]) == subtext.MAX_QUESTIONS
+
+    asked: list = []
+    monkeypatch.setattr(subtext.SubsystemText, "fetch", lambda self: asked.append(
+        (set(self._want_heads), set(self._want_calls), self._want_words, set(self._want_files))))
+    index = SimpleNamespace(store=SimpleNamespace(stamps={"fs/afs/file.c": 1, "fs/bfs/super.c": 1}))
+    text = subtext.SubsystemText(index, [])
+    text.prefetch([("h", "fs/afs"), ("h", "../outside"), ("h", "fs/gone"), ("h", "fs"), ("c", "fs/bfs"),
+                   ("w", "fs/afs", "afs_wq"), ("w", "/etc", "x"), ("f", "fs/afs/file.c"),
+                   ("f", "fs/afs/file.c", "fs/gone/file.c")])
+    assert asked == [({"fs/afs"}, {"fs/bfs"}, {"fs/afs": {"afs_wq"}}, {("fs/afs/file.c",)})]
+    asked.clear()
+    subtext.SubsystemText(SimpleNamespace(store=None), []).prefetch([("h", "fs/afs")])
+    assert asked == []
+
+
 def test_a_step_out_waiting_for_a_search_asks_again_only_what_it_waits_for():
     """_stepsstep_out() of a function whose tables' functions are not all looked up yet is
     asked again in every round: its steps into other subsystems (the wide ones) are worked

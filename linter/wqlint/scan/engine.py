@@ -33,7 +33,7 @@ from wqlint.scan.assumed import unblocked
 from wqlint.scan.calls import far_files
 from wqlint.scan.cancels import Cancels
 from wqlint.scan import parser, shares
-from wqlint.scan.subtext import prefetch_files_heads
+from wqlint.scan.subtext import prefetch_files_heads, questions_of, questions_text
 from wqlint.scan.work import WorkModel
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ class Engine:
         chosen = kernel_api(self.root, targets.paths[0], options.kernel_tree, options.kernel_version)
         self.notes = targets.notes + list(chosen.notes)
         self._model: Optional[WorkModel] = None  # _work_model()
+        self._questions: dict = {}  # what the work model asked in the scan kept before (analysis())
         self.version, self.version_source = chosen.version, chosen.version_source
         self.api_header = chosen.header
         store: Optional[Store] = None
@@ -194,7 +195,7 @@ class Engine:
         if self._model is None or self._model.sites is not sites:
             header = self.index.source(self.api_header)
             self._model = WorkModel(self, sites, helper_queues(header.data if header is not None else b"",
-                                                               self.api_header))
+                                                               self.api_header), self._questions)
         return self._model
 
     def api_facts(self, bits: Optional[FlagBits] = None, api_header: Optional[str] = None,
@@ -259,6 +260,9 @@ class Engine:
             self.index.occurrences(name)
         if works and self.focus.files is not None:
             self._prefetch_far()
+        if works and key is not None and self.store is not None:
+            # (the scan of these paths kept before, no longer of the tree: its questions)
+            self._questions = questions_of(self.store.questions(key) or "{}")
         sites = self.sites()
         bits = self.api.bits()
         uses = self.uses()
@@ -317,7 +321,7 @@ class Engine:
                           call_sha=call_sha, api_files=self.api_files, read=read, searched=searched)
         if self.store is not None and not self.index.errors:
             if key is not None:
-                self.store.keep_scan(key, result)
+                self.store.keep_scan(key, result, questions_text(self.index.asked))
             if self.options.save_store:
                 self.store.save()
         return result

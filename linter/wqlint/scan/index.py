@@ -82,6 +82,9 @@ class TreeIndex:
         self.pending: set = set()
         self.grep_rounds = 0
         self.misses = 0  # lookups answered 'not yet': results built on them are provisional
+        # {part: questions} the work model's parts asked of the subsystems' text (scan.work's
+        # record(), a worker's told back by scan.shares), kept with the scan for the next
+        self.asked: dict = {}
         self.errors: list = []  # InputError from walking the tree
         self.extra = dict(extra_files or {})  # rel -> bytes, searched like tree files
         # The index kept between runs (wqlint.scan.store.Store): answers searched before.

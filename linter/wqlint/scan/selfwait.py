@@ -55,11 +55,13 @@ _LOCAL_RE = re.compile(r"(?:&?\s*to_\w+_work\s*\(\s*)?([A-Za-z_]\w*)(?:\s*\))?")
 def self_waits(index, model: WorkModel, wanted) -> list:
     """The SelfWaits of the waits in the files for which wanted(rel) holds, the tree index
     and the subsystems' text searched round by round."""
+    model.prime("waits")
     finder = SelfWaits(index, model, wanted)
     enabled = gc.isenabled()
     gc.freeze()  # (as for scan.work's flows: many small objects kept to the end)
     gc.disable()
-    try:
+
+    def rounds() -> list:
         out: list = []
         for _ in range(MAX_ROUNDS):
             misses = index.misses
@@ -68,6 +70,8 @@ def self_waits(index, model: WorkModel, wanted) -> list:
             if (index.misses == misses or not index.fetch_pending()) and not model.text.wanting():
                 break
         return out
+    try:
+        return model.record("waits", rounds)
     finally:
         if enabled:
             gc.enable()

@@ -8,9 +8,10 @@ A flow's or a wait's answer is its own: the same in a worker as in one process (
 compares the whole trees' reports of -j 1 and -j 4). The parts are made from the weights
 alone, so the same scan splits the same way; a worker's searches of the tree (the index's
 rounds) are its own, and the files it read are told to the parent (scan.store keeps what a
-scan read). What every worker reads the same (the tree's description of its tables and
-functions) is read once, before they start. The cost is in CPU: a subsystem that the works
-of two parts reach is searched in both.
+scan read), with the questions it asked of the subsystems' text (the next scan after a
+change answers them at once: scan.work's prime()). What every worker reads the same (the
+tree's description of its tables and functions) is read once, before they start. The cost
+is in CPU: a subsystem that the works of two parts reach is searched in both.
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def work(index, model: WorkModel, flows_of: Optional[Callable], waits_of: Option
                 self_waits(index, model, waits_of, jobs) if waits_of is not None else [])
     model.calls.ops.load()  # read once, before the workers start, rather than in each
     chosen = parts(_site_weights(model, flows_of), jobs - 1) or [frozenset()]
+    if len(chosen) > 1:
+        model.prime("flows")  # (answered once, for all the flows' workers)
 
     def flows_in(part: frozenset) -> Callable[[], list]:
         return lambda: rounds(flows_of if len(chosen) == 1 else
@@ -71,6 +74,8 @@ def self_waits(index, model: WorkModel, wanted, jobs: int) -> list:
             if wanted(rel):
                 weights[directory(rel)] = weights.get(directory(rel), 0) + 1
     model.calls.ops.settle()
+    if jobs > 1 and len(weights) > 1:
+        model.prime("waits")  # (answered once, for all its workers)
     got = split(index, jobs, weights, lambda part: selfwait.self_waits(
         index, model, lambda rel: directory(rel) in part and wanted(rel)), shared=model.sites)
     if got is None:
@@ -86,6 +91,7 @@ def flows(index, model: WorkModel, wanted, jobs: int, rounds: Callable[[Callable
     weights = _site_weights(model, wanted)
     if jobs > 1 and len(weights) > 1:
         model.calls.ops.load()  # read once, before the workers start, rather than in each
+        model.prime("flows")
     got = split(index, jobs, weights, lambda part: rounds(lambda site: directory(site.path) in part and wanted(site)),
                 shared=model.sites)
     if got is None:
@@ -192,7 +198,7 @@ class _Seen:
                        for rel in sorted(searched - index.files.keys() - index.looked.keys())}
         return {"looked": looked, "bad": {rel: p for rel, p in index.bad.items() if rel not in self.bad},
                 "errors": index.errors[self.errors:], "rounds": index.grep_rounds - self.rounds,
-                "searched": sorted(searched), "digests": digests}
+                "searched": sorted(searched), "digests": digests, "asked": index.asked}
 
 
 def _merge(index, seen: dict) -> None:
@@ -209,6 +215,8 @@ def _merge(index, seen: dict) -> None:
     index.grep_rounds += seen["rounds"]
     index.searched.update(seen["searched"])
     index.searched_digests.update(seen["digests"])
+    for part, asked in seen["asked"].items():
+        index.asked.setdefault(part, set()).update(asked)
 
 
 class _Pickler(pickle.Pickler):

@@ -89,7 +89,7 @@ from wqlint.scan.search import IDENT_RE, definition_regex
 from wqlint.scan.source import MAX_FILE_BYTES, digest
 from wqlint.scan.treewalk import stamps_from, stamps_to
 
-FORMAT = 10
+FORMAT = 11
 MAGIC = b"wqlint-index"
 RACY_NS = 2_000_000_000
 MAX_INDEX_BYTES = 64 * 1024 * 1024
@@ -149,6 +149,9 @@ class Kept:
     rest: str = ""
     # and the functions around lines of those files then (Answers.enclosing), of those bytes
     enclosing: dict[tuple[str, bytes], str] = dataclasses.field(default_factory=dict)
+    # what the parts of its work model asked of the subsystems' text (scan.subtext's
+    # questions_text()): the next scan of the same paths after a change answers them at once
+    questions: str = ""
 
 
 @dataclasses.dataclass
@@ -742,8 +745,18 @@ class Store:
             self.unsaved = True
         return got
 
-    def keep_scan(self, key, result: Analysis) -> None:
-        """Keep a scan's result under key (resolved from the answers as they are now)."""
+    def questions(self, key) -> str:
+        """Kept.questions of the scan kept under key, of the tree as it is or as it was (the
+        latest put aside); '' when there is none."""
+        k = self.kept.get(key)
+        if k is None:
+            aside = [k for k in self.kept.values() if k.key == key]
+            k = max(aside, key=lambda k: k.used) if aside else None
+        return k.questions if k is not None else ""
+
+    def keep_scan(self, key, result: Analysis, questions: str = "") -> None:
+        """Keep a scan's result under key (resolved from the answers as they are now), with
+        what its work model asked (Kept.questions)."""
         if self.dirty:
             self._drop_live()
             self.dirty = False
@@ -752,7 +765,7 @@ class Store:
         except codec.Unstorable:
             return  # (a name the index cannot write: not kept)
         self.scans[key] = result
-        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), read, searched)
+        self.kept[key] = Kept(key, self.gen + 1, frozenset(self.touched), read, searched, questions=questions)
         self.unsaved = True
 
     # -- writing -----------------------------------------------------------------------------

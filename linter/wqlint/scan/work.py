@@ -46,7 +46,10 @@ _QUEUEING_CALL_RE = re.compile(r"\b(" + "|".join(sorted(_QUEUEING, key=len, reve
 
 
 class WorkModel:
-    def __init__(self, engine, sites: list, helper_queues: dict):
+    def __init__(self, engine, sites: list, helper_queues: dict, questions: Optional[dict] = None):
+        """questions: {part: [question]} that each part (flows, waits) asked of the subsystems'
+        text in a scan of the tree before (scan.subtext.questions_of()), answered when the
+        part starts (prime())."""
         self.engine = engine
         self.index = engine.index
         self.resolver = engine.resolver
@@ -65,6 +68,25 @@ class WorkModel:
         self._rebinds: dict = {}  # (path, line of a queueing call, item, function) -> _rebound()
         self.after_waits: dict = {}  # rel -> scan.assumed's waits then stores in it
         self._reached: dict = {}  # (id(site), Key, queued, bound, function, near) -> _reach(), once known
+        self.questions = questions or {}
+        self._primed: set = set()  # the parts prime() answered the questions of, in this process
+
+    def prime(self, part: str) -> None:
+        """Answer at once what part asked of the subsystems' text in the scan before, once in
+        a process (before it forks the workers of a part split over several, in each that
+        works out a part alone): scan.subtext.SubsystemText.prefetch()."""
+        if part not in self._primed:
+            self._primed.add(part)
+            self.text.prefetch(self.questions.get(part, ()))
+
+    def record(self, part: str, run):
+        """run(), its questions of the subsystems' text told to the index as part's (kept
+        with the scan: scan.engine), in a worker as in this process (scan.shares)."""
+        self.text.asked = set()
+        try:
+            return run()
+        finally:
+            self.index.asked.setdefault(part, set()).update(self.text.asked)
 
     def paths_done(self) -> None:
         """Let go of what following the works' paths took (the subsystems' text, the
@@ -80,6 +102,10 @@ class WorkModel:
     def flows(self, wanted) -> list:
         """The Flows of the allocation sites for which wanted(site) holds, the subsystems'
         text searched round by round (scan.subtext)."""
+        self.prime("flows")
+        return self.record("flows", lambda: self._rounds(wanted))
+
+    def _rounds(self, wanted) -> list:
         self.calls.far_heads()  # (asked with the first round's searches)
         out = self._flows(wanted)
         for _ in range(MAX_TEXT_ROUNDS):
