@@ -1197,7 +1197,8 @@ def test_a_scan_after_an_edit_answers_at_once_what_the_scan_before_asked(tables,
     flows', and the waits' found in a worker of their own with two jobs). The scan after an
     edit of a file it read answers those questions before the model starts: the flows are
     then followed once, where the scan before went round after round as each answer came,
-    and found as a scan without the index finds them."""
+    and found as a scan without the index finds them. So after a file is added, which
+    drops the kept scan rather than put it aside."""
     from wqlint.scan import subtext, work
 
     time.sleep(0.4)  # (the files' stamps trusted: the edit alone changes the tree)
@@ -1216,10 +1217,17 @@ def test_a_scan_after_an_edit_answers_at_once_what_the_scan_before_asked(tables,
     asked = subtext.questions_of(kept.questions)
     assert ("h", "drivers/tgt") in asked["flows"] and ("h", "fs/afs") in asked["flows"]
     assert ("c", "fs/afs") in asked["waits"]  # (with two jobs, told by its worker)
-    settled(tables, "drivers/tgt/io.c", "/* edited */\n" + (tables / "drivers/tgt/io.c").read_text())
+    # A file added: the kept scan is dropped, not put aside (it never read that file).
+    settled(tables, "fs/new/new.c", "int new_count(int a)\n{\n\treturn a;\n}\n")
     passes.clear()
     got = lint.scan([str(tables)], cat, options)
     assert passes == [passes[0]] and passes[0] > 0  # (answered before the first pass)
+    assert shape(got) == shape(lint.scan([str(tables)], cat)) and flows_of(got) == flows_of(first)
+    # A file it read edited: the kept scan is put aside.
+    settled(tables, "drivers/tgt/io.c", "/* edited */\n" + (tables / "drivers/tgt/io.c").read_text())
+    passes.clear()
+    got = lint.scan([str(tables)], cat, options)
+    assert passes == [passes[0]] and passes[0] > 0
     assert shape(got) == shape(lint.scan([str(tables)], cat)) and flows_of(got) == flows_of(first)
     passes.clear()
     monkeypatch.setattr(subtext.SubsystemText, "prefetch", lambda self, questions: None)

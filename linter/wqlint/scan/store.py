@@ -278,6 +278,7 @@ class Store:
         self.unread: list = []  # files changed since that no kept scan read nor searched (scan.described)
         self.walk_started = 0
         self.beside: list = []  # files written beside the index in this run (scan.described)
+        self._dropped: dict = {}  # key -> Kept.questions of a scan dropped by this run's changes (questions())
 
     # -- reading and validating ------------------------------------------------------------
     def open(self, jobs: int = 1) -> "Store":
@@ -618,6 +619,7 @@ class Store:
             del self.kept[place]
             self._meta_from.pop(place, None)  # (its line says it is of the tree)
             if not all(k.read.get(rel) or k.searched.get(rel) for rel in changed):
+                self._dropped[k.key] = k.questions
                 continue
             rest = rest if rest is not None else _rest(old, changed)
             since = {rel: k.read.get(rel) or k.searched[rel] for rel in sorted(changed)}
@@ -747,8 +749,11 @@ class Store:
 
     def questions(self, key) -> str:
         """Kept.questions of the scan kept under key, of the tree as it is or as it was (the
-        latest put aside); '' when there is none."""
+        latest put aside, or one the changes found by this run dropped: a file added, a
+        branch checked out); '' when there is none."""
         k = self.kept.get(key)
+        if k is None and key in self._dropped:
+            return self._dropped[key]
         if k is None:
             aside = [k for k in self.kept.values() if k.key == key]
             k = max(aside, key=lambda k: k.used) if aside else None
