@@ -677,8 +677,9 @@ def test_the_questions_a_kept_scan_asked_are_data(monkeypatch):
     """What a kept scan's work model asked of the subsystems' text (read back from the
     index) is taken only in the shapes SubsystemText asks, at most MAX_QUESTIONS of a part;
     anything else is no question at all. Answered at once, a question is searched only
-    for a directory holding a file the walk of the tree listed, and files taken together
-    only when the walk listed each: a directory outside the tree or gone is not searched."""
+    for a directory holding a file the walk of the tree listed or on the way to one, and
+    files taken together only when the walk listed each: a directory outside the tree or
+    gone is not searched."""
     import json
     from types import SimpleNamespace
     from wqlint.scan import subtext
@@ -705,7 +706,7 @@ def test_the_questions_a_kept_scan_asked_are_data(monkeypatch):
     text.prefetch([("h", "fs/afs"), ("h", "../outside"), ("h", "fs/gone"), ("h", "fs"), ("c", "fs/bfs"),
                    ("w", "fs/afs", "afs_wq"), ("w", "/etc", "x"), ("f", "fs/afs/file.c"),
                    ("f", "fs/afs/file.c", "fs/gone/file.c")])
-    assert asked == [({"fs/afs"}, {"fs/bfs"}, {"fs/afs": {"afs_wq"}}, {("fs/afs/file.c",)})]
+    assert asked == [({"fs/afs", "fs"}, {"fs/bfs"}, {"fs/afs": {"afs_wq"}}, {("fs/afs/file.c",)})]
     asked.clear()
     subtext.SubsystemText(SimpleNamespace(store=None), []).prefetch([("h", "fs/afs")])
     assert asked == []

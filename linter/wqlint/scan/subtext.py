@@ -112,14 +112,19 @@ class SubsystemText:
         model in a scan of the tree before: questions_of()) that are not answered yet, one
         search of each kind, rather than round after round, each path followed again in
         each (on linux-source-7.3, a scan after an edit of one file took 16% less time).
-        Only of the tree's directories and files as the index walked them: a question of
-        another is left to be asked. The answers are those the rounds would give: a
+        Only of the tree's directories and files as the index walked them (a directory
+        holding a .c or .h file, or one on the way to one): a question of another is left to
+        be asked. The answers are those the rounds would give: a
         directory's whatever is searched with it."""
         store = self.index.store
         if not questions or store is None:
             return
         files = store.stamps
-        dirs = {_dir(rel) for rel in files}
+        dirs: set = {""}  # (each directory the walk went through to a file)
+        for reldir in {_dir(rel) for rel in files}:
+            while reldir not in dirs:
+                dirs.add(reldir)
+                reldir = _dir(reldir) if "/" in reldir else ""
         heads, calls = set(), set()
         for q in questions:
             kind = q[0]
