@@ -109,13 +109,13 @@ class SubsystemText:
 
     def prefetch(self, questions) -> None:
         """Answer at once the questions of questions (asked by the same part of the work
-        model in a scan of the tree before: questions_of()) that are not answered yet, one
-        search of each kind, rather than round after round, each path followed again in
-        each (on linux-source-7.3, a scan after an edit of one file took 16% less time).
-        Only of the tree's directories and files as the index walked them (a directory
-        holding a .c or .h file, or one on the way to one): a question of another is left to
-        be asked. The answers are those the rounds would give: a
-        directory's whatever is searched with it."""
+        model in a scan of the tree before: questions_of()) that are not answered yet, a
+        search of each kind for PREFETCH_DIRS directories at a time, rather than round
+        after round, each path followed again in each (on linux-source-7.3, a scan after an
+        edit of one file: 19.3 s instead of 23.7). Only of the tree's directories and files
+        as the index walked them (a directory holding a .c or .h file, or one on the way to
+        one): a question of another is left to be asked. The answers are those the rounds
+        would give: a directory's, whatever is searched with it."""
         store = self.index.store
         if not questions or store is None:
             return
