@@ -124,7 +124,7 @@ class SubsystemText:
         for reldir in {_dir(rel) for rel in files}:
             while reldir not in dirs:
                 dirs.add(reldir)
-                reldir = _dir(reldir) if "/" in reldir else ""
+                reldir = _dir(reldir)
         heads, calls = set(), set()
         for q in questions:
             kind = q[0]
