@@ -6,7 +6,7 @@ import pytest
 
 from wqlint.scan import index
 from wqlint.scan.index import TreeIndex
-from wqlint.scan.search import covering
+from wqlint.scan.search import LITERAL_BYTES, MIN_PREFIX, covering, literals
 from wqlint.scan.store import Store
 
 
@@ -15,6 +15,39 @@ def test_covering_keeps_the_names_that_hold_no_other():
                      "system_unbound_wq", "devm_alloc_workqueue", "create_workqueue"]) == \
         ["alloc_workqueue", "create_workqueue", "system_unbound_wq", "system_wq"]
     assert covering(["b", "a", "b"]) == ["a", "b"]
+
+
+# Seventeen names of 22-24 characters (the API's entry points are as long): 391 bytes.
+LONG = [f"wq_{kind}_{n:02d}_workqueue" for kind in ("alloc", "flush", "drain") for n in range(6)][:17]
+
+
+def test_literals_cut_long_names_to_prefixes_that_fit_one_search():
+    got = literals(LONG)
+    assert sum(map(len, LONG)) > LITERAL_BYTES >= sum(map(len, got))
+    assert all(len(lit) >= MIN_PREFIX for lit in got)
+    # every name starts with one of them: a line holding a name is found
+    assert all(any(name.startswith(lit) for lit in got) for name in LONG)
+    assert got == covering(got)
+    # names that fit are searched whole; names too many to cut that short stay whole
+    assert literals(["system_wq", "alloc_workqueue"]) == ["alloc_workqueue", "system_wq"]
+    many = [f"name_{n:03d}_of_a_queue" for n in range(40)]
+    assert literals(many) == covering(many)
+
+
+@pytest.mark.parametrize("how", ["rg", "grep", "python"])
+def test_names_searched_by_their_prefixes_get_exactly_their_word_lines(tmp_path, monkeypatch, how):
+    """The lines a cut literal finds of other names (wq_alloc_00_workqueue_x, a name that
+    starts the same) are not taken for the names searched."""
+    real = index.tools.which
+    hidden = {"rg": set(), "grep": {"rg"}, "python": {"rg", "grep"}}[how]
+    if how != "python" and real(how) is None:
+        pytest.skip(f"{how} is not installed")
+    monkeypatch.setattr(index.tools, "which", lambda name: None if name in hidden else real(name))
+    (tmp_path / "a.c").write_text("".join(f"{name}(q);\n" for name in LONG)
+                                  + "wq_alloc_00_workqueue_x(q);\nwq_alloc_0(q);\n")
+    idx = TreeIndex(tmp_path, jobs=2)
+    idx.fetch(LONG)
+    assert idx.fetched == {name: [("a.c", line)] for line, name in enumerate(LONG, 1)}
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from wqlint.finding import InputError
 from wqlint.scan import heap, parser
 from wqlint.scan.kerneltree import KERNEL_PREFIX
 from wqlint.scan.phases import timed
-from wqlint.scan.search import (IDENT_RE, LINE_START, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError, covering,
-                                defines, definition_regex, records, rel_name)
+from wqlint.scan.search import (IDENT_RE, LINE_START, MAX_SEARCH_OUTPUT, SEARCH_TIMEOUT, SearchOutputError,
+                                defines, definition_regex, literals, records, rel_name)
 from wqlint.scan.source import MAX_FILE_BYTES, SourceError, SourceFile, digest, read_source, relpath
 from wqlint.scan.treefiles import TreeFiles
 
@@ -411,7 +411,7 @@ class TreeIndex:
             if paths is None or "" in want:
                 want = {""}
         hits = {}
-        search = covering(tokens)
+        search = literals(tokens)
         # A definition search keeps only the lines that may define a token (the same test
         # as below, for every token): the rest of the lines of GFP_KERNEL or EIO, tens of
         # thousands, never reach Python.
