@@ -673,6 +673,26 @@ def test_the_files_taken_together_are_searched_as_the_tree_has_them_whatever_is_
     assert searched == [["a/y.c"]]
 
 
+def test_a_directorys_calls_and_its_heads_are_answered_in_one_round(tmp_path):
+    """The work model asks for a directory's calls (where a work is queued or bound), then
+    for its functions' headers (to follow the work function): both are searched in the
+    round that answers the first question, not in two rounds with a pass between them."""
+    from wqlint.scan.index import TreeIndex
+    from wqlint.scan.subtext import SubsystemText
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.c").write_text(
+        "static void x_work(struct work_struct *w)\n{\n}\n"
+        "void x_start(void)\n{\n\tqueue_work(x_wq, &x_item);\n}\n")
+    text = SubsystemText(TreeIndex(tmp_path, jobs=1), ["queue_work"])
+    assert text.calls("a") is None
+    assert text.fetch() and text.rounds == 1
+    assert text.calls("a") == {"queue_work": [("a/x.c", 6)], "x_wq": [("a/x.c", 6)], "x_item": [("a/x.c", 6)]}
+    assert [h[:2] for h in text.heads("a").headers("x_work")] == [("a/x.c", 1)]
+    assert not text.wanting() and not text.fetch()
+    assert text.asked == {("c", "a"), ("h", "a")}
+
+
 def test_the_questions_a_kept_scan_asked_are_data(monkeypatch):
     """What a kept scan's work model asked of the subsystems' text (read back from the
     index) is taken only in the shapes SubsystemText asks, at most MAX_QUESTIONS of a part;
